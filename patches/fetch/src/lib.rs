@@ -1,0 +1,1 @@
+// Intentionally empty: this crate exists only so cargo fetches quiche.
