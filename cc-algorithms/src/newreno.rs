@@ -1,0 +1,251 @@
+//! NewReno as RFC 9002 specifies it for QUIC (Section 7.3 and Appendix B):
+//! the reference plugin.
+//!
+//! - Slow start: `cwnd += acked bytes` while `cwnd < ssthresh` (B.5).
+//! - Congestion avoidance: one maximum datagram per window of acknowledged
+//!   bytes, counted as in Appropriate Byte Counting (RFC 3465), which is the
+//!   integer form of B.5's `cwnd += mss * acked / cwnd`.
+//! - Congestion event (B.6), once per recovery period (7.3.2):
+//!   `ssthresh = cwnd * kLossReductionFactor`, `cwnd = max(ssthresh, kMinimumWindow)`.
+//! - Persistent congestion (B.8, 7.6.2): `cwnd = kMinimumWindow`.
+//! - Packets sent before the recovery period started, or acknowledged while
+//!   the sender is application-limited (7.8), do not grow the window.
+//!
+//! Choices where RFC 9002 leaves room: no HyStart; a spurious loss undoes
+//! the last reduction only while still in the recovery period it started
+//! (RFC 9002 allows but does not require undo); PTO expiry changes nothing.
+
+use std::time::Instant;
+
+use quiche::cc::{
+    AckEvent, CongestionController, CongestionControllerFactory, ControllerConfig, LossEvent,
+    SentPacket,
+};
+
+/// kLossReductionFactor (RFC 9002 B.2).
+pub const LOSS_REDUCTION_FACTOR: f64 = 0.5;
+
+/// kMinimumWindow in datagrams (RFC 9002 B.2).
+pub const MINIMUM_WINDOW_PACKETS: usize = 2;
+
+/// NewReno configuration; it is also the factory.
+#[derive(Debug, Clone, Default)]
+pub struct NewRenoConfig {}
+
+impl CongestionControllerFactory for NewRenoConfig {
+    fn name(&self) -> &str {
+        "newreno"
+    }
+
+    fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
+        Box::new(NewReno::new(config))
+    }
+}
+
+/// NewReno state.
+#[derive(Debug, Clone)]
+pub struct NewReno {
+    /// Maximum datagram size in bytes.
+    pub(crate) mss: usize,
+    /// Congestion window in bytes.
+    pub(crate) cwnd: usize,
+    /// Slow start threshold in bytes (`usize::MAX` until the first loss).
+    pub(crate) ssthresh: usize,
+    /// Bytes acknowledged in congestion avoidance since the last increase.
+    bytes_acked_ca: usize,
+    /// Start of the last recovery period.
+    recovery_start: Option<Instant>,
+    /// Whether no packet sent after `recovery_start` was acknowledged yet.
+    pub(crate) recovering: bool,
+    /// (cwnd, ssthresh, bytes_acked_ca) before the last reduction, for undo.
+    before_reduction: Option<(usize, usize, usize)>,
+}
+
+impl NewReno {
+    /// A controller for a new path.
+    pub fn new(config: &ControllerConfig) -> Self {
+        let mss = config.max_datagram_size.max(1);
+        NewReno {
+            mss,
+            cwnd: (config.initial_congestion_window_packets * mss).max(Self::min_window_of(mss)),
+            ssthresh: usize::MAX,
+            bytes_acked_ca: 0,
+            recovery_start: None,
+            recovering: false,
+            before_reduction: None,
+        }
+    }
+
+    pub(crate) fn min_window_of(mss: usize) -> usize {
+        MINIMUM_WINDOW_PACKETS * mss
+    }
+
+    pub(crate) fn in_recovery(&self, time_sent: Instant) -> bool {
+        self.recovery_start.is_some_and(|start| time_sent <= start)
+    }
+
+    /// Slow start and congestion avoidance for one ACK (RFC 9002 B.5).
+    pub(crate) fn grow(&mut self, ack: &AckEvent) {
+        if ack.app_limited {
+            if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
+                self.recovering = false;
+            }
+            return;
+        }
+        for pkt in ack.acked {
+            if self.in_recovery(pkt.time_sent) {
+                continue;
+            }
+            self.recovering = false;
+            if self.cwnd < self.ssthresh {
+                self.cwnd = self.cwnd.saturating_add(pkt.size);
+            } else {
+                // Appropriate Byte Counting, RFC 3465.
+                self.bytes_acked_ca += pkt.size;
+                if self.bytes_acked_ca >= self.cwnd {
+                    self.bytes_acked_ca -= self.cwnd;
+                    self.cwnd = self.cwnd.saturating_add(self.mss);
+                }
+            }
+        }
+    }
+
+    /// Sets the window after a reduction decided elsewhere (Westwood+).
+    pub(crate) fn set_window(&mut self, cwnd: usize, ssthresh: usize) {
+        let min = Self::min_window_of(self.mss);
+        self.ssthresh = ssthresh.max(min);
+        self.cwnd = cwnd.max(min);
+        self.bytes_acked_ca = 0;
+    }
+}
+
+impl CongestionController for NewReno {
+    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+
+    fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
+        self.grow(ack);
+    }
+
+    fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
+        if !loss.new_recovery_period {
+            return;
+        }
+        self.before_reduction = Some((self.cwnd, self.ssthresh, self.bytes_acked_ca));
+        self.recovery_start = Some(now);
+        self.recovering = true;
+        self.ssthresh = ((self.cwnd as f64 * LOSS_REDUCTION_FACTOR) as usize)
+            .max(Self::min_window_of(self.mss));
+        self.cwnd = self.ssthresh;
+        self.bytes_acked_ca = 0;
+    }
+
+    fn on_persistent_congestion(&mut self, _now: Instant) {
+        self.cwnd = Self::min_window_of(self.mss);
+        self.recovery_start = None;
+        self.recovering = false;
+        self.before_reduction = None;
+    }
+
+    fn on_spurious_loss(&mut self, _now: Instant) {
+        if let Some((cwnd, ssthresh, acked)) = self.before_reduction.take() {
+            self.cwnd = cwnd;
+            self.ssthresh = ssthresh;
+            self.bytes_acked_ca = acked;
+            self.recovery_start = None;
+            self.recovering = false;
+        }
+    }
+
+    fn on_mtu_change(&mut self, max_datagram_size: usize) {
+        self.mss = max_datagram_size.max(1);
+        self.cwnd = self.cwnd.max(Self::min_window_of(self.mss));
+    }
+
+    fn congestion_window(&self) -> usize {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        (self.ssthresh != usize::MAX).then_some(self.ssthresh)
+    }
+
+    fn state_name(&self) -> &'static str {
+        if self.recovering {
+            "recovery"
+        } else if self.cwnd < self.ssthresh {
+            "slow_start"
+        } else {
+            "congestion_avoidance"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Driver;
+
+    #[test]
+    fn slow_start_adds_acked_bytes() {
+        let mut d = Driver::new(NewReno::new(&crate::testing::config()));
+        assert_eq!(d.cc.congestion_window(), 10 * 1200);
+        // Not app-limited: the whole window is in flight.
+        d.send_and_ack(10, false);
+        assert_eq!(d.cc.congestion_window(), 20 * 1200);
+    }
+
+    #[test]
+    fn app_limited_acks_do_not_grow_the_window() {
+        let mut d = Driver::new(NewReno::new(&crate::testing::config()));
+        d.send_and_ack(5, true);
+        assert_eq!(d.cc.congestion_window(), 10 * 1200);
+    }
+
+    #[test]
+    fn loss_halves_once_per_recovery_period() {
+        let mut d = Driver::new(NewReno::new(&crate::testing::config()));
+        d.send_and_ack(10, false); // cwnd 24000
+        d.lose(1, true);
+        assert_eq!(d.cc.congestion_window(), 12_000);
+        assert_eq!(d.cc.ssthresh(), Some(12_000));
+        // A second loss in the same period changes nothing.
+        d.lose(1, false);
+        assert_eq!(d.cc.congestion_window(), 12_000);
+        assert_eq!(d.cc.state_name(), "recovery");
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_mss_per_window() {
+        let mut d = Driver::new(NewReno::new(&crate::testing::config()));
+        d.send_and_ack(10, false);
+        d.lose(1, true); // cwnd = ssthresh = 12000
+                         // 12000 bytes acked = one window: exactly one MSS more.
+        d.send_and_ack(9, false);
+        assert_eq!(d.cc.congestion_window(), 12_000);
+        d.send_and_ack(1, false);
+        assert_eq!(d.cc.congestion_window(), 13_200);
+        assert_eq!(d.cc.state_name(), "congestion_avoidance");
+    }
+
+    #[test]
+    fn persistent_congestion_collapses_to_minimum_window() {
+        let mut d = Driver::new(NewReno::new(&crate::testing::config()));
+        d.send_and_ack(10, false);
+        d.lose(3, true);
+        d.cc.on_persistent_congestion(d.now);
+        assert_eq!(d.cc.congestion_window(), 2 * 1200);
+        // Slow start again, up to ssthresh.
+        d.send_and_ack(2, false);
+        assert_eq!(d.cc.congestion_window(), 4 * 1200);
+    }
+
+    #[test]
+    fn spurious_loss_restores_the_window() {
+        let mut d = Driver::new(NewReno::new(&crate::testing::config()));
+        d.send_and_ack(10, false);
+        d.lose(1, true);
+        d.cc.on_spurious_loss(d.now);
+        assert_eq!(d.cc.congestion_window(), 24_000);
+        assert_eq!(d.cc.ssthresh(), None);
+    }
+}

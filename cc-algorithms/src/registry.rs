@@ -1,0 +1,451 @@
+//! Algorithm specs (`name` or `name:key=value,...`) to controllers, and the
+//! registry's description of itself.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use quiche::cc::CongestionControllerFactory;
+use quiche::CongestionControlAlgorithm;
+use serde::Serialize;
+
+use crate::newreno::NewRenoConfig;
+use crate::vegas::VegasConfig;
+use crate::westwood::WestwoodConfig;
+
+/// One tunable of an algorithm.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ParamInfo {
+    /// Key in the spec, the paper's symbol where there is one.
+    pub name: &'static str,
+    /// Unit of the value.
+    pub unit: &'static str,
+    /// Value when the spec does not set it.
+    pub default: f64,
+    /// Smallest allowed value.
+    pub min: f64,
+    /// Largest allowed value.
+    pub max: f64,
+    /// What it does.
+    pub help: &'static str,
+}
+
+/// Where an algorithm is implemented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// quiche's own implementation.
+    Builtin,
+    /// A plugin in this crate.
+    Plugin,
+}
+
+/// One algorithm as the registry describes it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AlgorithmInfo {
+    /// Name in specs.
+    pub name: &'static str,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// quiche built-in or plugin.
+    pub origin: Origin,
+    /// Tunables.
+    pub params: &'static [ParamInfo],
+}
+
+type Build = fn(&Params) -> Controller;
+
+struct Entry {
+    info: AlgorithmInfo,
+    build: Build,
+}
+
+const VEGAS_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "alpha",
+        unit: "packets",
+        default: 2.0,
+        min: 0.0,
+        max: 1000.0,
+        help: "grow the window by one packet per RTT while fewer packets than this are queued",
+    },
+    ParamInfo {
+        name: "beta",
+        unit: "packets",
+        default: 4.0,
+        min: 0.0,
+        max: 1000.0,
+        help: "shrink the window by one packet per RTT while more packets than this are queued",
+    },
+    ParamInfo {
+        name: "gamma",
+        unit: "packets",
+        default: 1.0,
+        min: 0.0,
+        max: 1000.0,
+        help: "leave slow start when more packets than this are queued",
+    },
+];
+
+fn builtin(algo: CongestionControlAlgorithm) -> Controller {
+    Controller::Builtin(algo)
+}
+
+const ENTRIES: &[Entry] = &[
+    Entry {
+        info: AlgorithmInfo {
+            name: "newreno",
+            summary: "NewReno as RFC 9002 specifies it; the reference plugin",
+            origin: Origin::Plugin,
+            params: &[],
+        },
+        build: |_| Controller::Plugin(Arc::new(NewRenoConfig::default())),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "vegas",
+            summary: "TCP Vegas, delay-based, with Linux tcp_vegas.c semantics",
+            origin: Origin::Plugin,
+            params: VEGAS_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(VegasConfig {
+                alpha: p.get("alpha"),
+                beta: p.get("beta"),
+                gamma: p.get("gamma"),
+            }))
+        },
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "westwood+",
+            summary: "Westwood+: Reno growth, ssthresh = bandwidth estimate x min RTT on loss",
+            origin: Origin::Plugin,
+            params: &[],
+        },
+        build: |_| Controller::Plugin(Arc::new(WestwoodConfig::default())),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "reno",
+            summary: "quiche's built-in Reno (with HyStart++ unless disabled)",
+            origin: Origin::Builtin,
+            params: &[],
+        },
+        build: |_| builtin(CongestionControlAlgorithm::Reno),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "cubic",
+            summary: "quiche's built-in CUBIC (RFC 9438), quiche's default",
+            origin: Origin::Builtin,
+            params: &[],
+        },
+        build: |_| builtin(CongestionControlAlgorithm::CUBIC),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "bbr2",
+            summary: "quiche's built-in BBRv2 (gcongestion)",
+            origin: Origin::Builtin,
+            params: &[],
+        },
+        build: |_| builtin(CongestionControlAlgorithm::Bbr2Gcongestion),
+    },
+];
+
+/// Every algorithm the registry knows, plugins first.
+pub fn algorithms() -> impl Iterator<Item = &'static AlgorithmInfo> {
+    ENTRIES.iter().map(|e| &e.info)
+}
+
+/// Names of every algorithm, for error messages.
+pub fn names() -> Vec<&'static str> {
+    algorithms().map(|a| a.name).collect()
+}
+
+/// A parsed spec: a quiche built-in or a plugin factory.
+#[derive(Clone)]
+pub enum Controller {
+    /// One of quiche's own algorithms.
+    Builtin(CongestionControlAlgorithm),
+    /// A plugin factory.
+    Plugin(Arc<dyn CongestionControllerFactory>),
+}
+
+impl fmt::Debug for Controller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Controller::Builtin(a) => write!(f, "Builtin({a:?})"),
+            Controller::Plugin(p) => write!(f, "Plugin({})", p.name()),
+        }
+    }
+}
+
+impl Controller {
+    /// Makes every connection built from `config` use this algorithm.
+    pub fn apply(&self, config: &mut quiche::Config) {
+        match self {
+            Controller::Builtin(a) => config.set_cc_algorithm(*a),
+            Controller::Plugin(f) => config.set_cc_factory(f.clone()),
+        }
+    }
+
+    /// Makes one connection use this algorithm; only before it sends
+    /// in-flight data. Built-ins are chosen on the `Config`, so for them this
+    /// is an error unless the connection already uses that built-in.
+    pub fn apply_to_connection(&self, conn: &mut quiche::Connection) -> Result<(), quiche::Error> {
+        match self {
+            Controller::Plugin(f) => conn.set_cc_factory(f.clone()),
+            Controller::Builtin(_) => Err(quiche::Error::InvalidState),
+        }
+    }
+}
+
+/// Parsed `key=value` parameters, with defaults filled in.
+#[derive(Debug, Clone)]
+pub struct Params(BTreeMap<&'static str, f64>);
+
+impl Params {
+    /// A parameter's value; every declared key is present.
+    pub fn get(&self, name: &str) -> f64 {
+        self.0.get(name).copied().unwrap_or(f64::NAN)
+    }
+}
+
+/// Why a spec was refused. Every message names what is wrong and what is
+/// allowed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// The spec is empty.
+    #[error("empty congestion-control spec; expected `name` or `name:key=value,...` with name one of: {}", .valid.join(", "))]
+    Empty {
+        /// Known names.
+        valid: Vec<&'static str>,
+    },
+    /// No algorithm has this name.
+    #[error("unknown congestion-control algorithm `{name}`; valid: {}", .valid.join(", "))]
+    UnknownAlgorithm {
+        /// The name given.
+        name: String,
+        /// Known names.
+        valid: Vec<&'static str>,
+    },
+    /// A `key=value` pair has no `=`, or an empty key.
+    #[error("malformed parameter `{item}` in `{spec}`; expected key=value")]
+    Malformed {
+        /// The spec.
+        spec: String,
+        /// The bad item.
+        item: String,
+    },
+    /// The algorithm has no parameter of this name.
+    #[error("`{algorithm}` has no parameter `{key}`; {}", if .valid.is_empty() { "it takes no parameters".to_string() } else { format!("valid: {}", .valid.join(", ")) })]
+    UnknownParam {
+        /// Algorithm name.
+        algorithm: &'static str,
+        /// The key given.
+        key: String,
+        /// Valid keys.
+        valid: Vec<&'static str>,
+    },
+    /// A key appears twice.
+    #[error("parameter `{key}` of `{algorithm}` is given twice")]
+    Duplicate {
+        /// Algorithm name.
+        algorithm: &'static str,
+        /// The key.
+        key: String,
+    },
+    /// The value is not a finite number or is out of range.
+    #[error(
+        "`{algorithm}:{key}={value}` is invalid; expected a number from {min} to {max} ({unit})"
+    )]
+    BadValue {
+        /// Algorithm name.
+        algorithm: &'static str,
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// Smallest allowed.
+        min: f64,
+        /// Largest allowed.
+        max: f64,
+        /// Unit.
+        unit: &'static str,
+    },
+    /// The parameters are each valid but not together.
+    #[error("`{algorithm}`: {reason}")]
+    Inconsistent {
+        /// Algorithm name.
+        algorithm: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Parses a spec such as `vegas:alpha=2,beta=4` into a controller.
+pub fn parse(spec: &str) -> Result<Controller, SpecError> {
+    let spec = spec.trim();
+    if spec.is_empty() {
+        return Err(SpecError::Empty { valid: names() });
+    }
+    let (name, rest) = match spec.split_once(':') {
+        Some((n, r)) => (n.trim(), Some(r)),
+        None => (spec, None),
+    };
+    let entry = ENTRIES
+        .iter()
+        .find(|e| e.info.name.eq_ignore_ascii_case(name))
+        .ok_or_else(|| SpecError::UnknownAlgorithm {
+            name: name.to_string(),
+            valid: names(),
+        })?;
+    let info = &entry.info;
+    let mut given: BTreeMap<&'static str, f64> = BTreeMap::new();
+    for item in rest.into_iter().flat_map(|r| r.split(',')) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let (key, value) = item
+            .split_once('=')
+            .filter(|(k, _)| !k.trim().is_empty())
+            .ok_or_else(|| SpecError::Malformed {
+                spec: spec.to_string(),
+                item: item.to_string(),
+            })?;
+        let (key, value) = (key.trim(), value.trim());
+        let param =
+            info.params
+                .iter()
+                .find(|p| p.name == key)
+                .ok_or_else(|| SpecError::UnknownParam {
+                    algorithm: info.name,
+                    key: key.to_string(),
+                    valid: info.params.iter().map(|p| p.name).collect(),
+                })?;
+        let bad = || SpecError::BadValue {
+            algorithm: info.name,
+            key: param.name,
+            value: value.to_string(),
+            min: param.min,
+            max: param.max,
+            unit: param.unit,
+        };
+        let v: f64 = value.parse().map_err(|_| bad())?;
+        if !v.is_finite() || v < param.min || v > param.max {
+            return Err(bad());
+        }
+        if given.insert(param.name, v).is_some() {
+            return Err(SpecError::Duplicate {
+                algorithm: info.name,
+                key: key.to_string(),
+            });
+        }
+    }
+    for p in info.params {
+        given.entry(p.name).or_insert(p.default);
+    }
+    let params = Params(given);
+    if info.name == "vegas" && params.get("alpha") > params.get("beta") {
+        return Err(SpecError::Inconsistent {
+            algorithm: info.name,
+            reason: format!(
+                "alpha ({}) must not exceed beta ({})",
+                params.get("alpha"),
+                params.get("beta")
+            ),
+        });
+    }
+    Ok((entry.build)(&params))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_parameters() {
+        assert!(matches!(
+            parse("reno"),
+            Ok(Controller::Builtin(CongestionControlAlgorithm::Reno))
+        ));
+        assert!(matches!(parse("bbr2"), Ok(Controller::Builtin(_))));
+        match parse("vegas:alpha=1, beta=3").unwrap() {
+            Controller::Plugin(f) => assert_eq!(f.name(), "vegas"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse("  newreno "), Ok(Controller::Plugin(_))));
+        assert!(matches!(parse("Westwood+"), Ok(Controller::Plugin(_))));
+    }
+
+    #[test]
+    fn errors_name_what_is_valid() {
+        let e = parse("vegsa").unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("unknown congestion-control algorithm `vegsa`"));
+        assert!(e.to_string().contains("vegas"));
+
+        let e = parse("vegas:delta=1").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`vegas` has no parameter `delta`; valid: alpha, beta, gamma"
+        );
+
+        let e = parse("newreno:x=1").unwrap_err();
+        assert!(e.to_string().ends_with("it takes no parameters"), "{e}");
+
+        let e = parse("vegas:alpha=-1").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("expected a number from 0 to 1000 (packets)"),
+            "{e}"
+        );
+        assert!(matches!(
+            parse("vegas:alpha=NaN"),
+            Err(SpecError::BadValue { .. })
+        ));
+        assert!(matches!(
+            parse("vegas:alpha=two"),
+            Err(SpecError::BadValue { .. })
+        ));
+        assert!(matches!(
+            parse("vegas:alpha"),
+            Err(SpecError::Malformed { .. })
+        ));
+        assert!(matches!(
+            parse("vegas:alpha=1,alpha=2"),
+            Err(SpecError::Duplicate { .. })
+        ));
+        assert!(matches!(
+            parse("vegas:alpha=5,beta=4"),
+            Err(SpecError::Inconsistent { .. })
+        ));
+        assert!(matches!(parse(""), Err(SpecError::Empty { .. })));
+    }
+
+    #[test]
+    fn describes_itself() {
+        let all: Vec<_> = algorithms().collect();
+        for name in ["newreno", "vegas", "westwood+", "reno", "cubic", "bbr2"] {
+            assert!(all.iter().any(|a| a.name == name), "{name} missing");
+        }
+        let vegas = all.iter().find(|a| a.name == "vegas").unwrap();
+        assert_eq!(
+            vegas.params.iter().map(|p| p.name).collect::<Vec<_>>(),
+            ["alpha", "beta", "gamma"]
+        );
+        // Every default is within its own range and accepted by the parser.
+        for a in &all {
+            for p in a.params {
+                assert!(p.min <= p.default && p.default <= p.max);
+                parse(&format!("{}:{}={}", a.name, p.name, p.default)).unwrap();
+            }
+        }
+        let json = serde_json::to_string(&all).unwrap();
+        assert!(json.contains("\"unit\":\"packets\""));
+    }
+}

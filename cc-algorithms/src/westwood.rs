@@ -1,0 +1,196 @@
+//! TCP Westwood+ (Mascolo, Grieco et al.) with the semantics of Linux
+//! `net/ipv4/tcp_westwood.c`.
+//!
+//! Bandwidth estimate (BWE): acknowledged bytes are summed over a sampling
+//! window of at least `max(RTT, 50 ms)`; each window's sample passes two
+//! cascaded `x <- (7 x + sample) / 8` filters ([`WestwoodBwFilter`]).
+//!
+//! ```text
+//! on loss (3 dupacks):   ssthresh = max(BWE * RTTmin / mss, 2);  cwnd = ssthresh
+//! on timeout (RTO):      ssthresh = max(BWE * RTTmin / mss, 2);  cwnd = minimum
+//! otherwise:             Reno (slow start, additive increase)
+//! ```
+//!
+//! Mapping onto QUIC:
+//! - "3 dupacks" is a congestion event that starts a recovery period; Linux
+//!   sets `cwnd = ssthresh` when CWR completes, here it happens at the event
+//!   since QUIC has no separate CWR completion.
+//! - "RTO" is persistent congestion. Like Linux (`reset_rtt_min`), RTTmin is
+//!   re-learned from the next sample after it.
+//! - RTTmin is Westwood's own minimum of the per-ACK RTT samples; the RTT
+//!   that sizes the sampling window is the latest sample (Linux `w->rtt`).
+//! - Before the first sampling window closes there is no estimate; Linux
+//!   would then fall to 2 packets. Here the reduction is NewReno's halving
+//!   until an estimate exists, so an early loss does not stall the flow.
+//! - Growth, recovery periods and undo of spurious losses are NewReno's.
+
+use std::time::{Duration, Instant};
+
+use quiche::cc::{
+    AckEvent, CongestionController, CongestionControllerFactory, ControllerConfig, LossEvent,
+    SentPacket,
+};
+
+use crate::estimators::WestwoodBwFilter;
+use crate::newreno::NewReno;
+
+/// Westwood+ has no tunables; the config is the factory.
+#[derive(Debug, Clone, Default)]
+pub struct WestwoodConfig {}
+
+impl CongestionControllerFactory for WestwoodConfig {
+    fn name(&self) -> &str {
+        "westwood+"
+    }
+
+    fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
+        Box::new(Westwood::new(config))
+    }
+}
+
+/// Westwood+ state.
+#[derive(Debug, Clone)]
+pub struct Westwood {
+    reno: NewReno,
+    /// Bandwidth estimator.
+    bw: WestwoodBwFilter,
+    /// Latest RTT sample.
+    rtt: Duration,
+    /// Minimum RTT since the last reset.
+    rtt_min: Option<Duration>,
+}
+
+impl Westwood {
+    /// A controller for a new path.
+    pub fn new(config: &ControllerConfig) -> Self {
+        Westwood {
+            reno: NewReno::new(config),
+            bw: WestwoodBwFilter::new(),
+            rtt: Duration::ZERO,
+            rtt_min: None,
+        }
+    }
+
+    /// `BWE * RTTmin` in bytes, at least 2 packets; `None` without an
+    /// estimate.
+    pub fn bw_rtt_min(&self) -> Option<usize> {
+        let rtt_min = self.rtt_min?;
+        let bwe = self.bw.estimate();
+        if bwe <= 0.0 {
+            return None;
+        }
+        let bytes = bwe * rtt_min.as_secs_f64();
+        Some((bytes as usize).max(NewReno::min_window_of(self.reno.mss)))
+    }
+}
+
+impl CongestionController for Westwood {
+    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
+        if let Some(sample) = ack.rtt_sample {
+            self.rtt = sample;
+            self.rtt_min = Some(self.rtt_min.map_or(sample, |m| m.min(sample)));
+        }
+        self.bw.on_ack(now, ack.acked_bytes as u64, self.rtt);
+        self.reno.grow(ack);
+    }
+
+    fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
+        self.reno.on_congestion_event(loss, now);
+        if loss.new_recovery_period {
+            if let Some(target) = self.bw_rtt_min() {
+                self.reno.set_window(target, target);
+            }
+        }
+    }
+
+    fn on_persistent_congestion(&mut self, now: Instant) {
+        let target = self.bw_rtt_min();
+        self.reno.on_persistent_congestion(now);
+        if let Some(target) = target {
+            self.reno.ssthresh = target;
+        }
+        self.rtt_min = None;
+    }
+
+    fn on_spurious_loss(&mut self, now: Instant) {
+        self.reno.on_spurious_loss(now);
+    }
+
+    fn on_mtu_change(&mut self, max_datagram_size: usize) {
+        self.reno.on_mtu_change(max_datagram_size);
+    }
+
+    fn congestion_window(&self) -> usize {
+        self.reno.congestion_window()
+    }
+
+    fn ssthresh(&self) -> Option<usize> {
+        self.reno.ssthresh()
+    }
+
+    fn state_name(&self) -> &'static str {
+        self.reno.state_name()
+    }
+
+    fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        f("westwood_bwe_bps", self.bw.estimate() * 8.0);
+        if let Some(m) = self.rtt_min {
+            f("westwood_rtt_min_ms", m.as_secs_f64() * 1e3);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{Driver, MSS};
+
+    fn westwood() -> Driver<Westwood> {
+        Driver::new(Westwood::new(&crate::testing::config()))
+    }
+
+    #[test]
+    fn loss_sets_ssthresh_to_bandwidth_times_min_rtt() {
+        let mut d = westwood();
+        d.rtt = Duration::from_millis(100);
+        // Windows of 10 packets per 100 ms RTT.
+        for _ in 0..20 {
+            d.send(10, MSS, false);
+            d.ack(10, false);
+        }
+        let bwe = d.cc.bw.estimate();
+        assert!(bwe > 0.0);
+        let rtt_min = d.cc.rtt_min.unwrap();
+        let expected = ((bwe * rtt_min.as_secs_f64()) as usize).max(2 * MSS);
+        d.lose(1, true);
+        assert_eq!(d.cc.ssthresh(), Some(expected));
+        assert_eq!(d.cc.congestion_window(), expected);
+        // Each ACK carried 12000 bytes one RTT after the previous one:
+        // the estimate converges towards 120 kB/s.
+        assert!((bwe - 120_000.0).abs() / 120_000.0 < 0.25, "{bwe}");
+    }
+
+    #[test]
+    fn early_loss_without_estimate_halves() {
+        let mut d = westwood();
+        d.send(10, MSS, false);
+        d.lose(1, true);
+        assert_eq!(d.cc.congestion_window(), 5 * MSS);
+    }
+
+    #[test]
+    fn persistent_congestion_keeps_bwe_ssthresh_and_minimum_window() {
+        let mut d = westwood();
+        for _ in 0..20 {
+            d.send(10, MSS, false);
+            d.ack(10, false);
+        }
+        let target = d.cc.bw_rtt_min().unwrap();
+        d.cc.on_persistent_congestion(d.now);
+        assert_eq!(d.cc.congestion_window(), 2 * MSS);
+        assert_eq!(d.cc.ssthresh(), Some(target));
+        assert!(d.cc.rtt_min.is_none());
+    }
+}
