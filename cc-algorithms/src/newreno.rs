@@ -11,9 +11,9 @@
 //! - Packets sent before the recovery period started, or acknowledged while
 //!   the sender is application-limited (7.8), do not grow the window.
 //!
-//! Choices where RFC 9002 leaves room: no HyStart; a spurious loss undoes
-//! the last reduction only while still in the recovery period it started
-//! (RFC 9002 allows but does not require undo); PTO expiry changes nothing.
+//! Choices where RFC 9002 leaves room: no HyStart; no undo of a reduction
+//! when the loss turns out spurious (Appendix B has none); PTO expiry
+//! changes nothing.
 
 use std::time::Instant;
 
@@ -57,8 +57,6 @@ pub struct NewReno {
     recovery_start: Option<Instant>,
     /// Whether no packet sent after `recovery_start` was acknowledged yet.
     pub(crate) recovering: bool,
-    /// (cwnd, ssthresh, bytes_acked_ca) before the last reduction, for undo.
-    before_reduction: Option<(usize, usize, usize)>,
 }
 
 impl NewReno {
@@ -72,7 +70,6 @@ impl NewReno {
             bytes_acked_ca: 0,
             recovery_start: None,
             recovering: false,
-            before_reduction: None,
         }
     }
 
@@ -130,7 +127,6 @@ impl CongestionController for NewReno {
         if !loss.new_recovery_period {
             return;
         }
-        self.before_reduction = Some((self.cwnd, self.ssthresh, self.bytes_acked_ca));
         self.recovery_start = Some(now);
         self.recovering = true;
         self.ssthresh = ((self.cwnd as f64 * LOSS_REDUCTION_FACTOR) as usize)
@@ -143,17 +139,6 @@ impl CongestionController for NewReno {
         self.cwnd = Self::min_window_of(self.mss);
         self.recovery_start = None;
         self.recovering = false;
-        self.before_reduction = None;
-    }
-
-    fn on_spurious_loss(&mut self, _now: Instant) {
-        if let Some((cwnd, ssthresh, acked)) = self.before_reduction.take() {
-            self.cwnd = cwnd;
-            self.ssthresh = ssthresh;
-            self.bytes_acked_ca = acked;
-            self.recovery_start = None;
-            self.recovering = false;
-        }
     }
 
     fn on_mtu_change(&mut self, max_datagram_size: usize) {
@@ -240,12 +225,11 @@ mod tests {
     }
 
     #[test]
-    fn spurious_loss_restores_the_window() {
+    fn spurious_loss_is_not_undone() {
         let mut d = Driver::new(NewReno::new(&crate::testing::config()));
         d.send_and_ack(10, false);
         d.lose(1, true);
         d.cc.on_spurious_loss(d.now);
-        assert_eq!(d.cc.congestion_window(), 24_000);
-        assert_eq!(d.cc.ssthresh(), None);
+        assert_eq!(d.cc.congestion_window(), 12_000);
     }
 }

@@ -189,10 +189,6 @@ impl CongestionController for Vegas {
         self.reno.on_persistent_congestion(now);
     }
 
-    fn on_spurious_loss(&mut self, now: Instant) {
-        self.reno.on_spurious_loss(now);
-    }
-
     fn on_mtu_change(&mut self, max_datagram_size: usize) {
         self.reno.on_mtu_change(max_datagram_size);
     }

@@ -22,7 +22,7 @@
 //! - Before the first sampling window closes there is no estimate; Linux
 //!   would then fall to 2 packets. Here the reduction is NewReno's halving
 //!   until an estimate exists, so an early loss does not stall the flow.
-//! - Growth, recovery periods and undo of spurious losses are NewReno's.
+//! - Growth and recovery periods are NewReno's.
 
 use std::time::{Duration, Instant};
 
@@ -112,10 +112,6 @@ impl CongestionController for Westwood {
             self.reno.ssthresh = target;
         }
         self.rtt_min = None;
-    }
-
-    fn on_spurious_loss(&mut self, now: Instant) {
-        self.reno.on_spurious_loss(now);
     }
 
     fn on_mtu_change(&mut self, max_datagram_size: usize) {
