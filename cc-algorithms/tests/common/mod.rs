@@ -101,7 +101,7 @@ impl Link {
     fn send(&mut self, at: Instant, pkt: &[u8], blackout: bool) {
         self.count += 1;
         if blackout
-            || (self.drop_every > 0 && self.count % self.drop_every == 0)
+            || (self.drop_every > 0 && self.count.is_multiple_of(self.drop_every))
             || self.backlog_bytes(at) + pkt.len() > self.queue_limit
         {
             self.dropped += 1;

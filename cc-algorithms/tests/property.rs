@@ -1,0 +1,193 @@
+//! Every algorithm, driven by random event sequences, never panics and never
+//! gives a NaN, infinite or too-small window: the window stays at or above
+//! 2 x the current max datagram size. 200 cases x 600 events = 120,000
+//! events per algorithm.
+
+use std::time::{Duration, Instant};
+
+use cc_algorithms::{algorithms, Controller, Origin};
+use proptest::prelude::*;
+use quiche::cc::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Send {
+        n: usize,
+        size: usize,
+        app_limited: bool,
+    },
+    Ack {
+        n: usize,
+        rtt_us: u64,
+        rate: u64,
+        app_limited: bool,
+        sample: bool,
+    },
+    Loss {
+        n: usize,
+        new_period: bool,
+    },
+    Persistent,
+    Pto(u32),
+    Spurious,
+    Mtu(usize),
+    Idle(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (1usize..40, 1usize..1500, any::<bool>())
+            .prop_map(|(n, size, app_limited)| Op::Send { n, size, app_limited }),
+        6 => (1usize..40, 0u64..20_000_000, any::<u64>(), any::<bool>(), any::<bool>())
+            .prop_map(|(n, rtt_us, rate, app_limited, sample)| Op::Ack { n, rtt_us, rate, app_limited, sample }),
+        2 => (1usize..20, any::<bool>()).prop_map(|(n, new_period)| Op::Loss { n, new_period }),
+        1 => Just(Op::Persistent),
+        1 => (1u32..20).prop_map(Op::Pto),
+        1 => Just(Op::Spurious),
+        1 => (1200usize..9000).prop_map(Op::Mtu),
+        1 => (0u64..100_000_000).prop_map(Op::Idle),
+    ]
+}
+
+fn check(name: &str, cc: &dyn CongestionController, mss: usize) {
+    let w = cc.congestion_window();
+    assert!(w >= 2 * mss, "{name}: window {w} below 2 x {mss}");
+    if let Some(rate) = cc.pacing_rate() {
+        assert!(rate > 0, "{name}: zero pacing rate");
+    }
+    cc.visit_metrics(&mut |k, v| assert!(v.is_finite(), "{name}: metric {k} = {v}"));
+    let _ = cc.state_name();
+    let _ = cc.ssthresh();
+}
+
+fn run(name: &str, cc: &mut dyn CongestionController, ops: &[Op]) {
+    let mut now = Instant::now();
+    let mut mss = 1200;
+    let mut pn = 0u64;
+    let mut in_flight: Vec<(u64, usize, Instant)> = Vec::new();
+    let mut min_rtt: Option<Duration> = None;
+    let mut acked = Vec::new();
+    check(name, cc, mss);
+    for op in ops {
+        now += Duration::from_micros(10);
+        let bif: usize = in_flight.iter().map(|p| p.1).sum();
+        match *op {
+            Op::Send {
+                n,
+                size,
+                app_limited,
+            } => {
+                for _ in 0..n {
+                    let b: usize = in_flight.iter().map(|p| p.1).sum();
+                    let p = SentPacket {
+                        space: PacketSpace::Application,
+                        pkt_num: pn,
+                        size,
+                        bytes_in_flight: b,
+                        app_limited,
+                    };
+                    cc.on_packet_sent(&p, now);
+                    in_flight.push((pn, size, now));
+                    pn += 1;
+                }
+            }
+            Op::Ack {
+                n,
+                rtt_us,
+                rate,
+                app_limited,
+                sample,
+            } => {
+                let n = n.min(in_flight.len());
+                now += Duration::from_micros(rtt_us);
+                acked.clear();
+                acked.extend(
+                    in_flight
+                        .drain(..n)
+                        .map(|(pkt_num, size, time_sent)| AckedPacket {
+                            pkt_num,
+                            size,
+                            time_sent,
+                        }),
+                );
+                let bytes: usize = acked.iter().map(|p: &AckedPacket| p.size).sum();
+                let rtt_sample = (sample && n > 0).then(|| now - acked[n - 1].time_sent);
+                if let Some(s) = rtt_sample {
+                    min_rtt = Some(min_rtt.map_or(s, |m| m.min(s)));
+                }
+                let latest = rtt_sample.unwrap_or(Duration::from_millis(100));
+                let ack = AckEvent {
+                    space: PacketSpace::Application,
+                    acked: &acked,
+                    acked_bytes: bytes,
+                    rtt_sample,
+                    rtt: RttEstimates {
+                        latest_rtt: latest,
+                        min_rtt,
+                        smoothed_rtt: latest,
+                        rttvar: latest / 2,
+                    },
+                    bytes_in_flight_before: bif,
+                    bytes_in_flight_after: bif - bytes,
+                    app_limited,
+                    delivery_rate: rate,
+                    delivery_rate_app_limited: app_limited,
+                    recovery_start_time: None,
+                };
+                cc.on_ack(&ack, now);
+            }
+            Op::Loss { n, new_period } => {
+                let n = n.min(in_flight.len());
+                if n > 0 {
+                    let lost: Vec<_> = in_flight.drain(..n).collect();
+                    let last = lost[n - 1];
+                    let ev = LossEvent {
+                        space: PacketSpace::Application,
+                        lost_bytes: lost.iter().map(|p| p.1).sum(),
+                        lost_packets: n,
+                        largest_lost_pkt_num: last.0,
+                        largest_lost_time_sent: last.2,
+                        new_recovery_period: new_period,
+                        bytes_in_flight: bif,
+                        rtt: RttEstimates {
+                            latest_rtt: Duration::from_millis(50),
+                            min_rtt,
+                            smoothed_rtt: Duration::from_millis(50),
+                            rttvar: Duration::from_millis(5),
+                        },
+                    };
+                    cc.on_congestion_event(&ev, now);
+                }
+            }
+            Op::Persistent => cc.on_persistent_congestion(now),
+            Op::Pto(k) => cc.on_pto(k, now),
+            Op::Spurious => cc.on_spurious_loss(now),
+            Op::Mtu(m) => {
+                mss = m;
+                cc.on_mtu_change(m);
+            }
+            Op::Idle(us) => {
+                now += Duration::from_micros(us);
+                cc.on_restart_after_idle(Duration::from_micros(us), now);
+            }
+        }
+        check(name, cc, mss);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_plugin_stays_numerically_safe(ops in proptest::collection::vec(op(), 600)) {
+        let config = ControllerConfig { max_datagram_size: 1200, initial_congestion_window_packets: 10, initial_rtt: Duration::from_millis(333) };
+        let mut plugins = 0;
+        for info in algorithms().filter(|a| a.origin == Origin::Plugin) {
+            let Controller::Plugin(factory) = cc_algorithms::parse(info.name).unwrap() else { unreachable!() };
+            let mut cc = factory.build(&config);
+            run(info.name, cc.as_mut(), &ops);
+            plugins += 1;
+        }
+        prop_assert!(plugins >= 3);
+    }
+}
