@@ -28,6 +28,30 @@ pub const LOSS_REDUCTION_FACTOR: f64 = 0.5;
 /// kMinimumWindow in datagrams (RFC 9002 B.2).
 pub const MINIMUM_WINDOW_PACKETS: usize = 2;
 
+/// Implements the MTU hook and the window outputs of a controller whose
+/// window lives in a [`NewReno`] field, for algorithms that change only
+/// NewReno's reactions.
+macro_rules! delegate_window_to_reno {
+    ($field:ident) => {
+        fn on_mtu_change(&mut self, max_datagram_size: usize) {
+            self.$field.on_mtu_change(max_datagram_size);
+        }
+
+        fn congestion_window(&self) -> usize {
+            self.$field.congestion_window()
+        }
+
+        fn ssthresh(&self) -> Option<usize> {
+            self.$field.ssthresh()
+        }
+
+        fn state_name(&self) -> &'static str {
+            self.$field.state_name()
+        }
+    };
+}
+pub(crate) use delegate_window_to_reno;
+
 /// NewReno configuration; it is also the factory.
 #[derive(Debug, Clone, Default)]
 pub struct NewRenoConfig {}

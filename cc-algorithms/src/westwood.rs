@@ -32,7 +32,7 @@ use quiche::cc::{
 };
 
 use crate::estimators::WestwoodBwFilter;
-use crate::newreno::NewReno;
+use crate::newreno::{delegate_window_to_reno, NewReno};
 
 /// Westwood+ has no tunables; the config is the factory.
 #[derive(Debug, Clone, Default)]
@@ -114,21 +114,7 @@ impl CongestionController for Westwood {
         self.rtt_min = None;
     }
 
-    fn on_mtu_change(&mut self, max_datagram_size: usize) {
-        self.reno.on_mtu_change(max_datagram_size);
-    }
-
-    fn congestion_window(&self) -> usize {
-        self.reno.congestion_window()
-    }
-
-    fn ssthresh(&self) -> Option<usize> {
-        self.reno.ssthresh()
-    }
-
-    fn state_name(&self) -> &'static str {
-        self.reno.state_name()
-    }
+    delegate_window_to_reno!(reno);
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
         f("westwood_bwe_bps", self.bw.estimate() * 8.0);
