@@ -1,0 +1,122 @@
+//! `quic-client`: download or upload over HTTP/3 and report like iperf3.
+//! Thin: parses arguments and runs [`quic_client::run`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use quic_client::{parse_size, parse_url, ClientConfig};
+
+/// HTTP/3 bulk-data client. Exit status: 0 when the transfer completed as
+/// asked, 1 when it did not, 2 for bad input.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// URL to download, e.g. https://127.0.0.1:4433/bytes/50000000
+    url: String,
+    /// Upload this many bytes with POST instead (e.g. 50M).
+    #[arg(long)]
+    upload: Option<String>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Congestion control when the client sends (uploads): `name` or
+    /// `name:key=value,...`.
+    #[arg(long, default_value = "cubic")]
+    cc: String,
+    /// Write the client's qlog into this directory.
+    #[arg(long)]
+    qlog_dir: Option<PathBuf>,
+    /// Report every SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    interval: Option<f64>,
+    /// Print one JSON document at the end instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Give up if the connection is not up within this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    connect_timeout: f64,
+}
+
+fn seconds(name: &str, v: f64) -> Result<Duration, String> {
+    if v.is_finite() && v > 0.0 && v < 1e9 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!(
+            "--{name}: `{v}` is not a positive number of seconds"
+        ))
+    }
+}
+
+fn config(args: &Args) -> Result<ClientConfig, String> {
+    Ok(ClientConfig {
+        url: parse_url(&args.url).map_err(|e| e.to_string())?,
+        upload: args
+            .upload
+            .as_deref()
+            .map(parse_size)
+            .transpose()
+            .map_err(|e| format!("--upload: {e}"))?,
+        duration: args.duration.map(|d| seconds("duration", d)).transpose()?,
+        cc: cc_algorithms::parse(&args.cc).map_err(|e| format!("--cc: {e}"))?,
+        qlog_dir: args.qlog_dir.clone(),
+        interval: args.interval.map(|d| seconds("interval", d)).transpose()?,
+        print_intervals: !args.json,
+        timeout: seconds("connect-timeout", args.connect_timeout)?,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let cfg = match config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let report = match rt.block_on(quic_client::run(cfg)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serializes")
+        );
+    } else {
+        println!(
+            "{} {} B in {:.3} s: {:.2} Mbit/s, {} packets lost, srtt {:.2} ms{}",
+            report.direction,
+            report.bytes,
+            report.duration_s,
+            report.goodput_bps / 1e6,
+            report.lost_packets,
+            report.srtt_ms,
+            report
+                .error
+                .as_ref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        );
+    }
+    if report.complete {
+        ExitCode::SUCCESS
+    } else {
+        if !args.json {
+            eprintln!(
+                "error: {}",
+                report.error.as_deref().unwrap_or("transfer incomplete")
+            );
+        }
+        ExitCode::FAILURE
+    }
+}
