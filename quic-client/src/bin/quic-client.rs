@@ -11,7 +11,7 @@ use quic_client::{parse_size, parse_url, ClientConfig};
 /// HTTP/3 bulk-data client. Exit status: 0 when the transfer completed as
 /// asked, 1 when it did not, 2 for bad input.
 #[derive(Parser, Debug)]
-#[command(version)]
+#[command(version, allow_negative_numbers = true)]
 struct Args {
     /// URL to download, e.g. https://127.0.0.1:4433/bytes/50000000
     url: String,

@@ -1,0 +1,92 @@
+//! Starting the server in-process and running the client against it.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use quic_client::{ClientConfig, Report};
+use quic_server::{Server, ServerConfig, ServerStats};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct Running {
+    pub addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<anyhow_result::Result<ServerStats>>,
+}
+
+mod anyhow_result {
+    pub type Result<T> = std::result::Result<T, String>;
+}
+
+impl Running {
+    pub async fn stop(self) -> ServerStats {
+        let _ = self.stop.send(());
+        self.task.await.expect("server task").expect("server ran")
+    }
+}
+
+pub async fn start_server(cc: &str, qlog_dir: Option<&Path>) -> Running {
+    let server = Server::bind(ServerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        cc: cc_algorithms::parse(cc).unwrap(),
+        qlog_dir: qlog_dir.map(Path::to_path_buf),
+        cert: None,
+        max_connections: 100,
+        idle_timeout: Duration::from_secs(5),
+        verbose: false,
+    })
+    .await
+    .expect("server binds");
+    let addr = server.local_addr();
+    let (stop, rx) = oneshot::channel();
+    let task = tokio::spawn(async move {
+        server
+            .run(async {
+                let _ = rx.await;
+            })
+            .await
+            .map_err(|e| e.to_string())
+    });
+    Running { addr, stop, task }
+}
+
+pub fn client_config(url: &str) -> ClientConfig {
+    ClientConfig {
+        url: quic_client::parse_url(url).unwrap(),
+        upload: None,
+        duration: None,
+        cc: cc_algorithms::parse("cubic").unwrap(),
+        qlog_dir: None,
+        interval: Some(Duration::from_millis(200)),
+        print_intervals: false,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+pub async fn download(url: &str, qlog_dir: Option<&Path>) -> Report {
+    let mut cfg = client_config(url);
+    cfg.qlog_dir = qlog_dir.map(Path::to_path_buf);
+    quic_client::run(cfg).await.expect("client runs")
+}
+
+/// A fresh empty directory under the target directory.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Parses a JSON-SEQ qlog file; returns its records.
+pub fn read_qlog(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.split('\u{1e}')
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| {
+            serde_json::from_str(r)
+                .unwrap_or_else(|e| panic!("{}: bad record: {e}", path.display()))
+        })
+        .collect()
+}
