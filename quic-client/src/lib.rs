@@ -209,6 +209,10 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     let mut stopped_by_duration = false;
     let body = vec![0x5au8; 64 * 1024];
     let mut pace_until = endpoint::flush(&mut conn, &socket, &mut batch).await?;
+    // Ctrl-C closes the connection properly, so both qlogs are complete.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    let mut interrupted = false;
 
     loop {
         let wake = [conn.timeout_instant(), pace_until, next_tick, deadline]
@@ -232,6 +236,11 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                 }
             }
             _ = sleep_until(wake) => {}
+            _ = &mut ctrl_c, if !interrupted => {
+                interrupted = true;
+                error = Some("interrupted".to_string());
+                let _ = conn.close(true, 0x100, b"interrupted");
+            }
         }
         let now = Instant::now();
         if conn.timeout_instant().is_some_and(|t| t <= now) {
@@ -334,7 +343,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                 let path = conn.path_stats().next();
                 let end_s = now.duration_since(ts).as_secs_f64();
                 let progress = if cfg.upload.is_some() {
-                    (stats.sent_bytes - stats.lost_bytes).saturating_sub(0)
+                    stats.sent_bytes.saturating_sub(stats.lost_bytes)
                 } else {
                     st.received
                 };
@@ -388,7 +397,9 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         None => st.received,
     };
     let status_ok = st.status.is_some_and(|s| (200..300).contains(&s));
-    let complete = if stopped_by_duration {
+    let complete = if interrupted {
+        false
+    } else if stopped_by_duration {
         st.status.is_none_or(|s| (200..300).contains(&s)) && error.is_none()
     } else {
         st.done

@@ -63,3 +63,76 @@ fn nothing_listening_is_a_failed_transfer_not_bad_input() {
     ]);
     assert_eq!(code, 1, "{err}");
 }
+
+fn has_connection_closed(path: &std::path::Path) -> bool {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .split('\u{1e}')
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| serde_json::from_str::<serde_json::Value>(r).expect("qlog record parses"))
+        .any(|r| r["name"] == "quic:connection_closed")
+}
+
+#[test]
+fn ctrl_c_closes_the_connection_and_both_qlogs_are_complete() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ctrl-c-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(quic_server::Server::bind(quic_server::ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            cc: cc_algorithms::parse("cubic").unwrap(),
+            qlog_dir: Some(dir.clone()),
+            cert: None,
+            max_connections: 10,
+            idle_timeout: std::time::Duration::from_secs(5),
+            verbose: false,
+        }))
+        .unwrap();
+    let addr = server.local_addr();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = rt.spawn(server.run(async {
+        let _ = rx.await;
+    }));
+
+    let child = Command::new(env!("CARGO_BIN_EXE_quic-client"))
+        .args([
+            &format!("https://{addr}/bytes/100000000000"),
+            "--qlog-dir",
+            dir.to_str().unwrap(),
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    // Interrupted is not complete: exit 1, with a report saying why.
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["error"], "interrupted");
+    assert!(report["bytes"].as_u64().unwrap() > 0);
+
+    // Give the server a moment to process the close, then stop it.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = stop.send(());
+    rt.block_on(task).unwrap().unwrap();
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for f in &files {
+        assert!(has_connection_closed(f), "{} is not complete", f.display());
+    }
+}

@@ -100,6 +100,8 @@ pub struct Server {
     cid_key: ring::hmac::Key,
     stats: ServerStats,
     last_refusal_log: Option<Instant>,
+    /// Shutting down: no new connections.
+    closing: bool,
 }
 
 impl Server {
@@ -130,6 +132,7 @@ impl Server {
                 .map_err(|_| anyhow::anyhow!("no system randomness"))?,
             stats: ServerStats::default(),
             last_refusal_log: None,
+            closing: false,
         })
     }
 
@@ -144,11 +147,25 @@ impl Server {
         tokio::pin!(shutdown);
         let mut buf = vec![0u8; 65535];
         let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
+        // Once shutting down: close every connection, and keep serving until
+        // they are closed (so their qlogs end with connection_closed), at
+        // most this long.
+        let mut closing: Option<Instant> = None;
         loop {
-            let wake = self.next_wake();
+            if let Some(deadline) = closing {
+                if self.clients.is_empty() || Instant::now() >= deadline {
+                    break;
+                }
+            }
+            let wake = [self.next_wake(), closing].into_iter().flatten().min();
             tokio::select! {
                 biased;
-                _ = &mut shutdown => break,
+                _ = &mut shutdown, if closing.is_none() => {
+                    for client in self.clients.values_mut() {
+                        let _ = client.conn.close(true, 0x100, b"server shutdown");
+                    }
+                    closing = Some(Instant::now() + Duration::from_secs(2));
+                }
                 meta = self.socket.recv(&mut buf) => {
                     let meta = meta?;
                     self.on_datagrams(&mut buf, meta);
@@ -171,11 +188,8 @@ impl Server {
             self.serve_all();
             self.flush_all(&mut batch).await?;
             self.reap();
+            self.closing = closing.is_some();
         }
-        for client in self.clients.values_mut() {
-            let _ = client.conn.close(true, 0x100, b"server shutdown");
-        }
-        self.flush_all(&mut batch).await?;
         self.clients.clear();
         Ok(self.stats)
     }
@@ -237,7 +251,10 @@ impl Server {
     /// Makes a connection for a client Initial; false if the datagram is
     /// not one we accept.
     fn accept(&mut self, hdr: &quiche::Header, scid: &[u8], from: SocketAddr) -> bool {
-        if hdr.ty != quiche::Type::Initial || !quiche::version_is_supported(hdr.version) {
+        if self.closing
+            || hdr.ty != quiche::Type::Initial
+            || !quiche::version_is_supported(hdr.version)
+        {
             // Version negotiation is left to clients that speak QUIC v1.
             self.stats.ignored_datagrams += 1;
             return false;
