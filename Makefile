@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test demo bench lint clean
+.PHONY: all bootstrap build test demo bench bench-loopback lint clean
 
 all: build
 
@@ -26,6 +26,10 @@ demo: bootstrap
 
 bench: bootstrap
 	$(CARGO) bench -p cc-algorithms --bench events
+
+# Unshaped 1 GB loopback download: goodput, CPU and RSS of both ends.
+bench-loopback: bootstrap
+	./scripts/bench-loopback.sh
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check
