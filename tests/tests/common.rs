@@ -28,12 +28,20 @@ impl Running {
 }
 
 pub async fn start_server(cc: &str, qlog_dir: Option<&Path>) -> Running {
+    start_server_with_limit(cc, qlog_dir, 100).await
+}
+
+pub async fn start_server_with_limit(
+    cc: &str,
+    qlog_dir: Option<&Path>,
+    max_connections: usize,
+) -> Running {
     let server = Server::bind(ServerConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         cc: cc_algorithms::parse(cc).unwrap(),
         qlog_dir: qlog_dir.map(Path::to_path_buf),
         cert: None,
-        max_connections: 100,
+        max_connections,
         idle_timeout: Duration::from_secs(5),
         verbose: false,
     })

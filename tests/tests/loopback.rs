@@ -108,3 +108,48 @@ async fn duration_stops_a_long_download_and_counts_as_complete() {
     assert!((0.6..3.0).contains(&r.duration_s), "{}", r.duration_s);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_many_concurrent_connections() {
+    let server = start_server("cubic", None).await;
+    let url = format!("https://{}/bytes/2000000", server.addr);
+    let clients: Vec<_> = (0..20)
+        .map(|_| tokio::spawn(download_owned(url.clone())))
+        .collect();
+    for c in clients {
+        let r = c.await.unwrap();
+        assert!(r.complete, "{r:?}");
+        assert_eq!(r.bytes, 2_000_000);
+    }
+    let stats = server.stop().await;
+    assert_eq!(stats.accepted, 20);
+}
+
+async fn download_owned(url: String) -> quic_client::Report {
+    download(&url, None).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_limit_refuses_extra_clients() {
+    let server = start_server_with_limit("cubic", None, 1).await;
+    // The first connection holds the only slot with a long download.
+    let mut first = client_config(&format!("https://{}/bytes/100000000000", server.addr));
+    first.duration = Some(std::time::Duration::from_secs(2));
+    let first = tokio::spawn(quic_client::run(first));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut second = client_config(&format!("https://{}/bytes/1000", server.addr));
+    second.timeout = std::time::Duration::from_millis(800);
+    let refused = quic_client::run(second).await.unwrap();
+    assert!(!refused.complete);
+    assert!(
+        refused
+            .error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no connection"),
+        "{refused:?}"
+    );
+    assert!(first.await.unwrap().unwrap().complete);
+    let stats = server.stop().await;
+    assert!(stats.refused > 0, "{stats:?}");
+}
