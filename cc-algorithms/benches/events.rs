@@ -16,7 +16,8 @@ fn config() -> ControllerConfig {
 
 fn bench(c: &mut Criterion) {
     for info in algorithms().filter(|a| a.origin == Origin::Plugin) {
-        let Controller::Plugin(factory) = cc_algorithms::parse(info.name).unwrap() else {
+        let Controller::Plugin(factory) = cc_algorithms::parse(&info.example_spec()).unwrap()
+        else {
             unreachable!()
         };
         let mut cc = factory.build(&config());

@@ -30,7 +30,8 @@ fn main() {
         "algorithm", "origin", "goodput Mbit/s", "mean cwnd kB", "time s", "lost"
     );
     for info in cc_algorithms::algorithms() {
-        let controller = cc_algorithms::parse(info.name).expect("registered names parse");
+        let controller =
+            cc_algorithms::parse(&info.example_spec()).expect("registered names parse");
         let out = run(&spec, |c| controller.apply(c));
         let secs = out.elapsed.as_secs_f64();
         let mean_cwnd =

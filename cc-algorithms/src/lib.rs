@@ -28,11 +28,15 @@
 //!
 //! [`LossEvent`]: quiche::cc::LossEvent
 
+pub mod br_tcp;
 pub mod estimators;
 pub mod newreno;
 pub mod registry;
 pub mod testing;
+pub mod units;
 pub mod vegas;
 pub mod westwood;
 
-pub use registry::{algorithms, parse, AlgorithmInfo, Controller, Origin, ParamInfo, SpecError};
+pub use registry::{
+    algorithms, parse, AlgorithmInfo, Controller, Origin, ParamInfo, ParamKind, SpecError,
+};

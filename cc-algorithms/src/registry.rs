@@ -9,9 +9,21 @@ use quiche::cc::CongestionControllerFactory;
 use quiche::CongestionControlAlgorithm;
 use serde::Serialize;
 
+use crate::br_tcp::BrTcpConfig;
 use crate::newreno::NewRenoConfig;
 use crate::vegas::VegasConfig;
 use crate::westwood::WestwoodConfig;
+
+/// How a parameter's value is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    /// A plain number.
+    Number,
+    /// A rate with tc units (`40mbit`, `500kbit`, `1gbit`; a bare number is
+    /// bit/s), stored in bit/s.
+    Rate,
+}
 
 /// One tunable of an algorithm.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -20,8 +32,10 @@ pub struct ParamInfo {
     pub name: &'static str,
     /// Unit of the value.
     pub unit: &'static str,
-    /// Value when the spec does not set it.
-    pub default: f64,
+    /// How the value is written.
+    pub kind: ParamKind,
+    /// Value when the spec does not set it; `None` means required.
+    pub default: Option<f64>,
     /// Smallest allowed value.
     pub min: f64,
     /// Largest allowed value.
@@ -53,6 +67,51 @@ pub struct AlgorithmInfo {
     pub params: &'static [ParamInfo],
 }
 
+impl AlgorithmInfo {
+    /// A spec that parses: the bare name, plus an example value for each
+    /// required parameter.
+    pub fn example_spec(&self) -> String {
+        let required: Vec<String> = self
+            .params
+            .iter()
+            .filter(|p| p.default.is_none())
+            .map(|p| match p.kind {
+                ParamKind::Rate => format!("{}=40mbit", p.name),
+                ParamKind::Number => format!("{}={}", p.name, p.min),
+            })
+            .collect();
+        if required.is_empty() {
+            self.name.to_string()
+        } else {
+            format!("{}:{}", self.name, required.join(","))
+        }
+    }
+
+    /// Specs with each parameter at its minimum and at its maximum, the
+    /// others as in [`example_spec`](Self::example_spec). Some may be
+    /// refused as inconsistent (e.g. Vegas alpha above beta).
+    pub fn extreme_specs(&self) -> Vec<String> {
+        let base = self.example_spec();
+        let mut specs = vec![base.clone()];
+        for p in self.params {
+            for v in [p.min, p.max] {
+                let others: Vec<&str> = base
+                    .split_once(':')
+                    .map(|(_, r)| {
+                        r.split(',')
+                            .filter(|kv| !kv.starts_with(&format!("{}=", p.name)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let mut items: Vec<String> = others.iter().map(|s| s.to_string()).collect();
+                items.push(format!("{}={v}", p.name));
+                specs.push(format!("{}:{}", self.name, items.join(",")));
+            }
+        }
+        specs
+    }
+}
+
 type Build = fn(&Params) -> Controller;
 
 struct Entry {
@@ -64,7 +123,8 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "alpha",
         unit: "packets",
-        default: 2.0,
+        kind: ParamKind::Number,
+        default: Some(2.0),
         min: 0.0,
         max: 1000.0,
         help: "grow the window by one packet per RTT while fewer packets than this are queued",
@@ -72,7 +132,8 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "beta",
         unit: "packets",
-        default: 4.0,
+        kind: ParamKind::Number,
+        default: Some(4.0),
         min: 0.0,
         max: 1000.0,
         help: "shrink the window by one packet per RTT while more packets than this are queued",
@@ -80,12 +141,23 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "gamma",
         unit: "packets",
-        default: 1.0,
+        kind: ParamKind::Number,
+        default: Some(1.0),
         min: 0.0,
         max: 1000.0,
         help: "leave slow start when more packets than this are queued",
     },
 ];
+
+const BR_TCP_PARAMS: &[ParamInfo] = &[ParamInfo {
+    name: "reserved",
+    unit: "bit/s",
+    kind: ParamKind::Rate,
+    default: None,
+    min: 1.0,
+    max: 1e13,
+    help: "bandwidth reserved for the flow; sets ssthresh = reserved x min RTT after a loss",
+}];
 
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo)
@@ -124,6 +196,20 @@ const ENTRIES: &[Entry] = &[
             params: &[],
         },
         build: |_| Controller::Plugin(Arc::new(WestwoodConfig::default())),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "br-tcp",
+            summary:
+                "BR-TCP: after a loss, ssthresh and cwnd from the reserved bandwidth x min RTT",
+            origin: Origin::Plugin,
+            params: BR_TCP_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(BrTcpConfig {
+                reserved_bps: p.get("reserved"),
+            }))
+        },
     },
     Entry {
         info: AlgorithmInfo {
@@ -258,9 +344,7 @@ pub enum SpecError {
         key: String,
     },
     /// The value is not a finite number or is out of range.
-    #[error(
-        "`{algorithm}:{key}={value}` is invalid; expected a number from {min} to {max} ({unit})"
-    )]
+    #[error("`{algorithm}:{key}={value}` is invalid; expected {}", expected(*.kind, *.min, *.max, .unit))]
     BadValue {
         /// Algorithm name.
         algorithm: &'static str,
@@ -274,6 +358,20 @@ pub enum SpecError {
         max: f64,
         /// Unit.
         unit: &'static str,
+        /// How the value is written.
+        kind: ParamKind,
+    },
+    /// A required parameter is missing.
+    #[error("`{algorithm}` needs `{key}` ({unit}), e.g. `{algorithm}:{key}={example}`")]
+    Missing {
+        /// Algorithm name.
+        algorithm: &'static str,
+        /// The key.
+        key: &'static str,
+        /// Its unit.
+        unit: &'static str,
+        /// An example value.
+        example: &'static str,
     },
     /// The parameters are each valid but not together.
     #[error("`{algorithm}`: {reason}")]
@@ -283,6 +381,17 @@ pub enum SpecError {
         /// What is wrong.
         reason: String,
     },
+}
+
+fn expected(kind: ParamKind, min: f64, max: f64, unit: &str) -> String {
+    match kind {
+        ParamKind::Number => format!("a number from {min} to {max} ({unit})"),
+        ParamKind::Rate => format!(
+            "a rate from {} to {} such as 500kbit, 40mbit or 1gbit (a bare number is bit/s)",
+            crate::units::format_rate(min),
+            crate::units::format_rate(max)
+        ),
+    }
 }
 
 /// Parses a spec such as `vegas:alpha=2,beta=4` into a controller.
@@ -333,8 +442,13 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
             min: param.min,
             max: param.max,
             unit: param.unit,
+            kind: param.kind,
         };
-        let v: f64 = value.parse().map_err(|_| bad())?;
+        let v = match param.kind {
+            ParamKind::Number => value.parse::<f64>().ok(),
+            ParamKind::Rate => crate::units::parse_rate(value),
+        }
+        .ok_or_else(bad)?;
         if !v.is_finite() || v < param.min || v > param.max {
             return Err(bad());
         }
@@ -346,7 +460,24 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
         }
     }
     for p in info.params {
-        given.entry(p.name).or_insert(p.default);
+        match p.default {
+            Some(d) => {
+                given.entry(p.name).or_insert(d);
+            }
+            None if !given.contains_key(p.name) => {
+                return Err(SpecError::Missing {
+                    algorithm: info.name,
+                    key: p.name,
+                    unit: p.unit,
+                    example: if p.kind == ParamKind::Rate {
+                        "40mbit"
+                    } else {
+                        "1"
+                    },
+                });
+            }
+            None => {}
+        }
     }
     let params = Params(given);
     if info.name == "vegas" && params.get("alpha") > params.get("beta") {
@@ -428,9 +559,33 @@ mod tests {
     }
 
     #[test]
+    fn rate_parameters_use_tc_units_and_can_be_required() {
+        match parse("br-tcp:reserved=40mbit").unwrap() {
+            Controller::Plugin(f) => assert_eq!(f.name(), "br-tcp"),
+            other => panic!("{other:?}"),
+        }
+        let e = parse("br-tcp").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "`br-tcp` needs `reserved` (bit/s), e.g. `br-tcp:reserved=40mbit`"
+        );
+        let e = parse("br-tcp:reserved=fast").unwrap_err().to_string();
+        assert!(e.contains("such as 500kbit, 40mbit or 1gbit"), "{e}");
+        assert!(parse("br-tcp:reserved=0bit").is_err());
+    }
+
+    #[test]
     fn describes_itself() {
         let all: Vec<_> = algorithms().collect();
-        for name in ["newreno", "vegas", "westwood+", "reno", "cubic", "bbr2"] {
+        for name in [
+            "newreno",
+            "vegas",
+            "westwood+",
+            "br-tcp",
+            "reno",
+            "cubic",
+            "bbr2",
+        ] {
             assert!(all.iter().any(|a| a.name == name), "{name} missing");
         }
         let vegas = all.iter().find(|a| a.name == "vegas").unwrap();
@@ -440,9 +595,19 @@ mod tests {
         );
         // Every default is within its own range and accepted by the parser.
         for a in &all {
+            let required: Vec<String> = a
+                .params
+                .iter()
+                .filter(|p| p.default.is_none())
+                .map(|p| format!("{}={}", p.name, p.min))
+                .collect();
             for p in a.params {
-                assert!(p.min <= p.default && p.default <= p.max);
-                parse(&format!("{}:{}={}", a.name, p.name, p.default)).unwrap();
+                if let Some(d) = p.default {
+                    assert!(p.min <= d && d <= p.max);
+                    let mut items = required.clone();
+                    items.push(format!("{}={d}", p.name));
+                    parse(&format!("{}:{}", a.name, items.join(","))).unwrap();
+                }
             }
         }
         let json = serde_json::to_string(&all).unwrap();

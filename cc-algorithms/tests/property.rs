@@ -1,7 +1,8 @@
 //! Every algorithm, driven by random event sequences, never panics and never
 //! gives a NaN, infinite or too-small window: the window stays at or above
 //! 2 x the current max datagram size. 200 cases x 600 events = 120,000
-//! events per algorithm.
+//! events per algorithm and parameter setting (defaults, and each
+//! parameter at its minimum and maximum).
 
 use std::time::{Duration, Instant};
 
@@ -183,11 +184,14 @@ proptest! {
         let config = ControllerConfig { max_datagram_size: 1200, initial_congestion_window_packets: 10, initial_rtt: Duration::from_millis(333) };
         let mut plugins = 0;
         for info in algorithms().filter(|a| a.origin == Origin::Plugin) {
-            let Controller::Plugin(factory) = cc_algorithms::parse(info.name).unwrap() else { unreachable!() };
-            let mut cc = factory.build(&config);
-            run(info.name, cc.as_mut(), &ops);
+            // Defaults, and every parameter at its minimum and maximum.
+            for spec in info.extreme_specs() {
+                let Ok(Controller::Plugin(factory)) = cc_algorithms::parse(&spec) else { continue };
+                let mut cc = factory.build(&config);
+                run(&spec, cc.as_mut(), &ops);
+            }
             plugins += 1;
         }
-        prop_assert!(plugins >= 3);
+        prop_assert!(plugins >= 4);
     }
 }
