@@ -30,6 +30,7 @@
 
 pub mod br_tcp;
 pub mod estimators;
+pub mod exp;
 pub mod newreno;
 pub mod registry;
 pub mod testing;

@@ -10,6 +10,7 @@ use quiche::CongestionControlAlgorithm;
 use serde::Serialize;
 
 use crate::br_tcp::BrTcpConfig;
+use crate::exp::ExpConfig;
 use crate::newreno::NewRenoConfig;
 use crate::vegas::VegasConfig;
 use crate::westwood::WestwoodConfig;
@@ -159,6 +160,33 @@ const BR_TCP_PARAMS: &[ParamInfo] = &[ParamInfo {
     help: "bandwidth reserved for the flow; sets ssthresh = reserved x min RTT after a loss",
 }];
 
+const fn number(
+    name: &'static str,
+    unit: &'static str,
+    default: f64,
+    min: f64,
+    max: f64,
+    help: &'static str,
+) -> ParamInfo {
+    ParamInfo {
+        name,
+        unit,
+        kind: ParamKind::Number,
+        default: Some(default),
+        min,
+        max,
+        help,
+    }
+}
+
+const EXP_PARAMS: &[ParamInfo] = &[
+    number("alpha", "packets", 1.0, 1e-6, 1e6, "increase constant: (alpha / e^W)^k packets per RTT"),
+    number("beta", "1", 0.5, 1e-6, 1e6, "decrease constant: (beta e^W)^l on a loss"),
+    number("k", "1", 1.0, 0.0, 10.0, "order of the increase rule"),
+    number("l", "1", 1.0, 0.0, 10.0, "order of the decrease rule"),
+    number("literal", "0 or 1", 0.0, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
+];
+
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo)
 }
@@ -208,6 +236,23 @@ const ENTRIES: &[Entry] = &[
         build: |p| {
             Controller::Plugin(Arc::new(BrTcpConfig {
                 reserved_bps: p.get("reserved"),
+            }))
+        },
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "exp",
+            summary: "TCP/EXP: exponential increase (alpha/e^W)^k and decrease (beta e^W)^l",
+            origin: Origin::Plugin,
+            params: EXP_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(ExpConfig {
+                alpha: p.get("alpha"),
+                beta: p.get("beta"),
+                k: p.get("k"),
+                l: p.get("l"),
+                literal: p.get("literal") >= 0.5,
             }))
         },
     },
