@@ -266,6 +266,42 @@ impl WestwoodBwFilter {
     }
 }
 
+/// The original Westwood bandwidth estimator, as ns-3's `TcpWestwood`
+/// models it with its Tustin filter: every ACK gives a sample
+/// `s = acked bytes / RTT`, and `b <- a b + (1 - a) (s + s_prev) / 2` with
+/// `a = 0.9`. Unlike Westwood+ it samples per ACK, so ACK compression
+/// inflates it, the flaw Westwood+ corrected.
+#[derive(Debug, Clone, Default)]
+pub struct WestwoodTustinFilter {
+    /// Filtered estimate, bytes per second.
+    bw: f64,
+    /// Previous raw sample, bytes per second.
+    last_sample: f64,
+}
+
+impl WestwoodTustinFilter {
+    /// Filter gain `a`.
+    pub const GAIN: f64 = 0.9;
+
+    /// Records an ACK of `bytes` with RTT `rtt`.
+    pub fn on_ack(&mut self, bytes: u64, rtt: Duration) {
+        if rtt.is_zero() {
+            return;
+        }
+        let sample = bytes as f64 / rtt.as_secs_f64();
+        if !sample.is_finite() {
+            return;
+        }
+        self.bw = Self::GAIN * self.bw + (1.0 - Self::GAIN) * (sample + self.last_sample) / 2.0;
+        self.last_sample = sample;
+    }
+
+    /// The bandwidth estimate in bytes per second.
+    pub fn estimate(&self) -> f64 {
+        self.bw
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +382,20 @@ mod tests {
         let est = (7.0 * 500e3 + ns) / 8.0;
         assert_eq!(est, 515_625.0);
         assert!((w.estimate() - est).abs() < 1e-6, "{}", w.estimate());
+    }
+
+    #[test]
+    fn westwood_tustin_filter_by_hand() {
+        let mut w = WestwoodTustinFilter::default();
+        let rtt = Duration::from_millis(100);
+        // 12_000 bytes per 100 ms = 120 kB/s samples.
+        w.on_ack(12_000, rtt);
+        // 0.9 x 0 + 0.1 x (120k + 0) / 2 = 6000
+        assert!((w.estimate() - 6_000.0).abs() < 1e-9);
+        w.on_ack(12_000, rtt);
+        // 0.9 x 6000 + 0.1 x (120k + 120k) / 2 = 17_400
+        assert!((w.estimate() - 17_400.0).abs() < 1e-9);
+        w.on_ack(12_000, Duration::ZERO);
+        assert!((w.estimate() - 17_400.0).abs() < 1e-9);
     }
 }

@@ -29,6 +29,7 @@
 //! [`LossEvent`]: quiche::cc::LossEvent
 
 pub mod br_tcp;
+pub mod dcm;
 pub mod estimators;
 pub mod exp;
 pub mod newreno;

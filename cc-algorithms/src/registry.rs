@@ -10,6 +10,7 @@ use quiche::CongestionControlAlgorithm;
 use serde::Serialize;
 
 use crate::br_tcp::BrTcpConfig;
+use crate::dcm::{DcmConfig, Variant};
 use crate::exp::ExpConfig;
 use crate::newreno::NewRenoConfig;
 use crate::vegas::VegasConfig;
@@ -255,6 +256,24 @@ const ENTRIES: &[Entry] = &[
                 literal: p.get("literal") >= 0.5,
             }))
         },
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "dcm+",
+            summary: "DCM+: Westwood+ estimate, rate_CA = RTT_old/RTT_new growth, slow start tracking ssthresh",
+            origin: Origin::Plugin,
+            params: &[],
+        },
+        build: |_| Controller::Plugin(Arc::new(DcmConfig { variant: Variant::DcmPlus })),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "dcm",
+            summary: "DCM without path switching: Westwood estimate, equation 2 growth",
+            origin: Origin::Plugin,
+            params: &[],
+        },
+        build: |_| Controller::Plugin(Arc::new(DcmConfig { variant: Variant::Dcm })),
     },
     Entry {
         info: AlgorithmInfo {

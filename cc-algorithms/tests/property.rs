@@ -192,6 +192,6 @@ proptest! {
             }
             plugins += 1;
         }
-        prop_assert!(plugins >= 5);
+        prop_assert!(plugins >= 7);
     }
 }

@@ -1,0 +1,389 @@
+//! DCM+ and DCM (`shared/seeds/004_*.txt`, the DCM+ paper, which also
+//! restates DCM by Hamamreh and Bawatna).
+//!
+//! Both estimate the bandwidth (BWE) as Westwood does and set, on a
+//! congestion event (equation 4, the Westwood+ listing):
+//!
+//! ```text
+//! ssthresh = max(2, BWE x RTTmin / SegmentSize)        (packets)
+//! 3 dupacks: cwnd = ssthresh          coarse timeout: cwnd = 1
+//! ```
+//!
+//! **DCM+** uses the Westwood+ estimator, and grows with
+//!
+//! ```text
+//! rate_CA = RTT_old / RTT_new                                        (5)
+//! cwnd < ssthresh:  CWND_new = CWND_old + 2 x rate_CA                 (7)
+//! cwnd >= ssthresh: CWND_new = CWND_old + 2 / (rate_CA x CWND_old)
+//! ```
+//!
+//! and in slow start "linearly tracks the current state of ssthresh": cwnd
+//! never exceeds the measured ssthresh, and when ssthresh changes, cwnd
+//! moves to it and stays there.
+//!
+//! **DCM** uses the original Westwood estimator and, when no new path is
+//! found (case 2, equation 2):
+//!
+//! ```text
+//! cwnd < ssth:  CWND_new = CWND_old + (RTT_old / RTT_new) x 0.9
+//! cwnd >= ssth: CWND_new = CWND_old + RTT_new / (CWND_old x RTT_old)
+//! ```
+//!
+//! Mapping onto QUIC, and choices where the paper is open:
+//! - Windows are in bytes; "packet" is one maximum datagram. Equations 2
+//!   and 7 are applied per acknowledged packet, as NewReno's rules they
+//!   replace are (so in avoidance DCM+ adds about `2 / rate_CA` packets per
+//!   RTT, DCM about `RTT_new / RTT_old`).
+//! - `RTT_old` and `RTT_new` are quiche's smoothed RTT (Jacobson's
+//!   estimator, as the paper says) at the ends of the previous and the
+//!   current round trip ([`RoundTracker`]); per ACK the ratio would be
+//!   almost always 1. `rate_CA` is kept within `[1/8, 8]` so one odd sample
+//!   cannot stall or explode the window.
+//! - DCM+'s tracking: ssthresh is set from BWE x RTTmin at each congestion
+//!   event (equation 4), and slow start climbs to it and stops there, never
+//!   past it, instead of overshooting into avoidance. We first re-measured
+//!   ssthresh continuously from BWE, which the paper's wording also allows.
+//!   But a BWE measured while the sender's own window limits it gives
+//!   BWE x RTTmin <= cwnd, so ssthresh sank to the window: after a timeout
+//!   the flow crawled in avoidance from 2 packets. Before the first
+//!   congestion event, ssthresh is unset and slow start is unbounded, as in
+//!   NewReno.
+//! - Without a bandwidth estimate yet, a loss halves the window (NewReno).
+//! - "Coarse timeout" is persistent congestion; "cwnd = 1" is the QUIC
+//!   minimum window of 2 datagrams.
+//! - DCM's estimator is ns-3's Westwood model (the paper's simulations ran
+//!   ns-3.29): per-ACK samples through a Tustin filter
+//!   ([`WestwoodTustinFilter`]).
+//!
+//! Not carried over, and why:
+//! - Equation 6, `RTO_new = RTO_old x RTT_new / RTT_old`: QUIC has no RTO.
+//!   Its probe timeout is `srtt + max(4 rttvar, 1 ms) + max_ack_delay`,
+//!   recomputed from the same smoothed RTT on every sample, so it already
+//!   scales with `RTT_new`. Overriding it would need a loss-detection hook
+//!   in quiche, outside the window and pacing that controllers own.
+//!   `rate_CA` is reported as a metric instead.
+//! - DCM's path switch (case 1, `CWND_new = RTT_old / RTT_new x
+//!   ssthresh_new x beta` on a new route found by the DYMO routing
+//!   protocol): it needs an L3 routing protocol to find paths. QUIC's
+//!   connection migration gives each new path its own fresh controller, and
+//!   carrying state from the old path's controller would need a hook quiche
+//!   does not have. Only case 2 (no new path) is implemented.
+//!
+//! [`RoundTracker`]: crate::estimators::RoundTracker
+//! [`WestwoodTustinFilter`]: crate::estimators::WestwoodTustinFilter
+
+use std::time::{Duration, Instant};
+
+use quiche::cc::{
+    AckEvent, CongestionController, CongestionControllerFactory, ControllerConfig, LossEvent,
+    SentPacket,
+};
+
+use crate::estimators::{RoundTracker, WestwoodBwFilter, WestwoodTustinFilter};
+use crate::newreno::{delegate_window_to_reno, NewReno};
+
+/// Which of the two algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// DCM+: Westwood+ estimate, equation 7, slow start tracking ssthresh.
+    DcmPlus,
+    /// DCM: Westwood estimate, equation 2 (no path switching).
+    Dcm,
+}
+
+/// DCM/DCM+ configuration; it is also the factory.
+#[derive(Debug, Clone)]
+pub struct DcmConfig {
+    /// DCM+ or DCM.
+    pub variant: Variant,
+}
+
+impl CongestionControllerFactory for DcmConfig {
+    fn name(&self) -> &str {
+        match self.variant {
+            Variant::DcmPlus => "dcm+",
+            Variant::Dcm => "dcm",
+        }
+    }
+
+    fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
+        Box::new(Dcm::new(self.variant, config))
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Estimator {
+    Plus(WestwoodBwFilter),
+    Original(WestwoodTustinFilter),
+}
+
+/// Bounds of `rate_CA`.
+const RATE_CA_BOUNDS: (f64, f64) = (1.0 / 8.0, 8.0);
+
+/// DCM/DCM+ state.
+#[derive(Debug, Clone)]
+pub struct Dcm {
+    variant: Variant,
+    reno: NewReno,
+    bw: Estimator,
+    rounds: RoundTracker,
+    /// Latest RTT sample.
+    rtt: Duration,
+    /// Minimum RTT sample.
+    rtt_min: Option<Duration>,
+    /// Smoothed RTT at the end of the previous round (`RTT_old`).
+    rtt_old: Option<Duration>,
+    /// `RTT_old / RTT_new` of the last completed round.
+    rate_ca: f64,
+    /// Window in packets, fractional.
+    cwnd_pkts: f64,
+}
+
+impl Dcm {
+    /// A controller for a new path.
+    pub fn new(variant: Variant, config: &ControllerConfig) -> Self {
+        let reno = NewReno::new(config);
+        let cwnd_pkts = reno.cwnd as f64 / reno.mss as f64;
+        Dcm {
+            variant,
+            reno,
+            bw: match variant {
+                Variant::DcmPlus => Estimator::Plus(WestwoodBwFilter::new()),
+                Variant::Dcm => Estimator::Original(WestwoodTustinFilter::default()),
+            },
+            rounds: RoundTracker::default(),
+            rtt: Duration::ZERO,
+            rtt_min: None,
+            rtt_old: None,
+            rate_ca: 1.0,
+            cwnd_pkts,
+        }
+    }
+
+    fn mss(&self) -> f64 {
+        self.reno.mss as f64
+    }
+
+    /// Bandwidth estimate, bytes per second.
+    pub fn bwe(&self) -> f64 {
+        match &self.bw {
+            Estimator::Plus(f) => f.estimate(),
+            Estimator::Original(f) => f.estimate(),
+        }
+    }
+
+    /// Equation 4 in bytes; `None` without an estimate.
+    pub fn bwe_ssthresh(&self) -> Option<usize> {
+        let bwe = self.bwe();
+        let rtt_min = self.rtt_min?;
+        (bwe > 0.0).then(|| {
+            let bytes = (bwe * rtt_min.as_secs_f64()).min(usize::MAX as f64 / 2.0);
+            (bytes as usize).max(NewReno::min_window_of(self.reno.mss))
+        })
+    }
+
+    /// The growth, in packets, for one acknowledged packet (equations 2
+    /// and 7).
+    pub fn growth_per_packet(&self, slow_start: bool, rtt_new: Duration) -> f64 {
+        let w = self.cwnd_pkts.max(1.0);
+        match (self.variant, slow_start) {
+            (Variant::DcmPlus, true) => 2.0 * self.rate_ca,
+            (Variant::DcmPlus, false) => 2.0 / (self.rate_ca * w),
+            (Variant::Dcm, true) => self.rate_ca * 0.9,
+            (Variant::Dcm, false) => {
+                let old = self.rtt_old.unwrap_or(rtt_new).as_secs_f64().max(1e-9);
+                let ratio = (rtt_new.as_secs_f64() / old).clamp(RATE_CA_BOUNDS.0, RATE_CA_BOUNDS.1);
+                ratio / w
+            }
+        }
+    }
+
+    fn sync_window(&mut self) {
+        let min = NewReno::min_window_of(self.reno.mss) as f64;
+        let bytes = (self.cwnd_pkts * self.mss()).clamp(min, usize::MAX as f64 / 2.0);
+        self.reno.cwnd = bytes as usize;
+        self.cwnd_pkts = self.reno.cwnd as f64 / self.mss();
+    }
+}
+
+impl CongestionController for Dcm {
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.rounds.on_sent(pkt.space, pkt.pkt_num);
+    }
+
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
+        if let Some(s) = ack.rtt_sample {
+            self.rtt = s;
+            self.rtt_min = Some(self.rtt_min.map_or(s, |m| m.min(s)));
+        }
+        match &mut self.bw {
+            Estimator::Plus(f) => {
+                f.on_ack(now, ack.acked_bytes as u64, self.rtt);
+            }
+            Estimator::Original(f) => f.on_ack(ack.acked_bytes as u64, self.rtt),
+        }
+        // rate_CA from the smoothed RTTs at the ends of consecutive rounds.
+        let srtt = ack.rtt.smoothed_rtt;
+        if ack
+            .acked
+            .last()
+            .is_some_and(|p| self.rounds.on_ack(ack.space, p.pkt_num))
+        {
+            if let Some(old) = self.rtt_old {
+                let r = old.as_secs_f64() / srtt.as_secs_f64().max(1e-9);
+                if r.is_finite() {
+                    self.rate_ca = r.clamp(RATE_CA_BOUNDS.0, RATE_CA_BOUNDS.1);
+                }
+            }
+            self.rtt_old = Some(srtt);
+        }
+        if ack.app_limited {
+            return;
+        }
+        let fresh = ack
+            .acked
+            .iter()
+            .filter(|p| !self.reno.in_recovery(p.time_sent))
+            .count();
+        if fresh == 0 {
+            return;
+        }
+        self.reno.recovering = false;
+        self.cwnd_pkts = self.reno.cwnd as f64 / self.mss();
+        let ssthresh_pkts = self.reno.ssthresh as f64 / self.mss();
+        for _ in 0..fresh {
+            let slow_start = self.cwnd_pkts < ssthresh_pkts;
+            self.cwnd_pkts += self.growth_per_packet(slow_start, srtt);
+            if slow_start && self.variant == Variant::DcmPlus {
+                // Never past the measured ssthresh.
+                self.cwnd_pkts = self.cwnd_pkts.min(ssthresh_pkts);
+            }
+        }
+        self.sync_window();
+    }
+
+    fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
+        self.reno.on_congestion_event(loss, now);
+        if loss.new_recovery_period {
+            if let Some(s) = self.bwe_ssthresh() {
+                self.reno.set_window(s, s);
+            }
+        }
+        self.cwnd_pkts = self.reno.cwnd as f64 / self.mss();
+    }
+
+    fn on_persistent_congestion(&mut self, now: Instant) {
+        let target = self.bwe_ssthresh();
+        self.reno.on_persistent_congestion(now);
+        if let Some(s) = target {
+            self.reno.ssthresh = s;
+        }
+        self.cwnd_pkts = self.reno.cwnd as f64 / self.mss();
+    }
+
+    delegate_window_to_reno!(reno);
+
+    fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        f("dcm_rate_ca", self.rate_ca);
+        f("dcm_bwe_bps", self.bwe() * 8.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{config, Driver, MSS};
+
+    fn dcm(variant: Variant) -> Driver<Dcm> {
+        Driver::new(Dcm::new(variant, &config()))
+    }
+
+    #[test]
+    fn equation_7_and_equation_2_by_hand() {
+        let mut d = Dcm::new(Variant::DcmPlus, &config());
+        d.cwnd_pkts = 20.0;
+        d.rate_ca = 1.25; // RTT_old 125 ms, RTT_new 100 ms
+        assert_eq!(d.growth_per_packet(true, Duration::from_millis(100)), 2.5);
+        // 2 / (1.25 x 20) = 0.08
+        assert!((d.growth_per_packet(false, Duration::from_millis(100)) - 0.08).abs() < 1e-12);
+
+        let mut d = Dcm::new(Variant::Dcm, &config());
+        d.cwnd_pkts = 20.0;
+        d.rate_ca = 1.25;
+        d.rtt_old = Some(Duration::from_millis(125));
+        // (RTT_old / RTT_new) x 0.9 = 1.125
+        assert!((d.growth_per_packet(true, Duration::from_millis(100)) - 1.125).abs() < 1e-12);
+        // RTT_new / (CWND_old x RTT_old) = 100 / (20 x 125) = 0.04
+        assert!((d.growth_per_packet(false, Duration::from_millis(100)) - 0.04).abs() < 1e-12);
+    }
+
+    #[test]
+    fn loss_sets_ssthresh_from_bwe_and_slow_start_tracks_it() {
+        let mut d = dcm(Variant::DcmPlus);
+        for _ in 0..20 {
+            d.send(10, MSS, false);
+            d.ack(10, false);
+        }
+        let target = d.cc.bwe_ssthresh().unwrap();
+        d.lose(1, true);
+        assert_eq!(d.cc.ssthresh(), Some(target));
+        assert_eq!(d.cc.congestion_window(), target);
+
+        // After a timeout, slow start climbs by 2 rate_CA per packet but
+        // never past the measured ssthresh.
+        d.cc.on_persistent_congestion(d.now);
+        assert_eq!(d.cc.congestion_window(), 2 * MSS);
+        let mut rounds = 0;
+        while d.cc.congestion_window() < target {
+            let pkts = (d.cc.congestion_window() / MSS).max(1);
+            d.send(pkts, MSS, false);
+            d.ack(pkts, false);
+            // Slow start stops at ssthresh; the rest of that ACK grows by
+            // the avoidance rule, 2 / (rate_CA x W) per packet, so at most
+            // 2 packets more at rate_CA = 1, not a slow-start doubling.
+            assert!(
+                d.cc.congestion_window() <= target + 2 * MSS,
+                "slow start overshot ssthresh: {} > {target} + 2 packets",
+                d.cc.congestion_window()
+            );
+            rounds += 1;
+            assert!(rounds < 20, "slow start did not reach ssthresh");
+        }
+        assert_eq!(d.cc.ssthresh(), Some(target));
+    }
+
+    #[test]
+    fn dcm_uses_the_per_ack_westwood_estimate() {
+        let mut d = dcm(Variant::Dcm);
+        for _ in 0..50 {
+            d.send(10, MSS, false);
+            d.ack(10, false);
+        }
+        // Each ACK: 12_000 bytes per 100 ms sample = 120 kB/s; the Tustin
+        // filter converges to it.
+        assert!(
+            (d.cc.bwe() - 120_000.0).abs() / 120_000.0 < 0.01,
+            "{}",
+            d.cc.bwe()
+        );
+        let target = d.cc.bwe_ssthresh().unwrap();
+        d.lose(1, true);
+        assert_eq!(d.cc.congestion_window(), target);
+    }
+
+    #[test]
+    fn rate_ca_follows_the_smoothed_rtt_across_rounds() {
+        let mut d = dcm(Variant::DcmPlus);
+        d.send_and_ack(5, false);
+        d.send_and_ack(5, false);
+        assert_eq!(d.cc.rate_ca, 1.0);
+        // The next round's smoothed RTT is 125 ms: rate_CA = 100 / 125.
+        d.rtt = Duration::from_millis(125);
+        d.send_and_ack(5, false);
+        assert!((d.cc.rate_ca - 0.8).abs() < 1e-9, "{}", d.cc.rate_ca);
+        // And back: 125 / 100.
+        d.rtt = Duration::from_millis(100);
+        d.send_and_ack(5, false);
+        assert!((d.cc.rate_ca - 1.25).abs() < 1e-9, "{}", d.cc.rate_ca);
+    }
+}
