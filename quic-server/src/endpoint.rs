@@ -62,16 +62,8 @@ impl Socket {
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<RecvMeta> {
         loop {
             self.io.readable().await?;
-            let mut meta = [RecvMeta::default()];
-            let res = self.io.try_io(Interest::READABLE, || {
-                let mut bufs = [io::IoSliceMut::new(buf)];
-                self.state
-                    .recv(UdpSockRef::from(&self.io), &mut bufs, &mut meta)
-            });
-            match res {
-                Ok(_) => return Ok(meta[0]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Err(e),
+            if let Some(meta) = self.try_recv(buf)? {
+                return Ok(meta);
             }
         }
     }
