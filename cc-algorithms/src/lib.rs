@@ -31,6 +31,7 @@
 pub mod br_tcp;
 pub mod dcm;
 pub mod estimators;
+pub mod ewphcc;
 pub mod exp;
 pub mod newreno;
 pub mod registry;

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::br_tcp::BrTcpConfig;
 use crate::dcm::{DcmConfig, Variant};
+use crate::ewphcc::EwphccConfig;
 use crate::exp::ExpConfig;
 use crate::newreno::NewRenoConfig;
 use crate::vegas::VegasConfig;
@@ -188,6 +189,41 @@ const EXP_PARAMS: &[ParamInfo] = &[
     number("literal", "0 or 1", 0.0, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
 ];
 
+const EWPHCC_PARAMS: &[ParamInfo] = &[
+    number(
+        "phi",
+        "1",
+        0.875,
+        0.0,
+        1.0,
+        "weight of the old value in the delay and loss probability averages",
+    ),
+    number(
+        "alpha",
+        "packets",
+        2.0,
+        0.01,
+        1000.0,
+        "target growth per RTT, and the critical-phase decrease",
+    ),
+    number(
+        "beta",
+        "packets",
+        4.0,
+        0.0,
+        1000.0,
+        "backlog above which the critical phase begins",
+    ),
+    number(
+        "gamma",
+        "packets",
+        1.0,
+        0.0,
+        1000.0,
+        "backlog below which no queue counts as measured (normal phase)",
+    ),
+];
+
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo)
 }
@@ -274,6 +310,22 @@ const ENTRIES: &[Entry] = &[
             params: &[],
         },
         build: |_| Controller::Plugin(Arc::new(DcmConfig { variant: Variant::Dcm })),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "ewphcc",
+            summary: "EWPHCC: Vegas-based hybrid, RMS of delay- and loss-probability windows",
+            origin: Origin::Plugin,
+            params: EWPHCC_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(EwphccConfig {
+                phi: p.get("phi"),
+                alpha: p.get("alpha"),
+                beta: p.get("beta"),
+                gamma: p.get("gamma"),
+            }))
+        },
     },
     Entry {
         info: AlgorithmInfo {
@@ -544,6 +596,16 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
         }
     }
     let params = Params(given);
+    if info.name == "ewphcc" && params.get("gamma") > params.get("beta") {
+        return Err(SpecError::Inconsistent {
+            algorithm: info.name,
+            reason: format!(
+                "gamma ({}) must not exceed beta ({})",
+                params.get("gamma"),
+                params.get("beta")
+            ),
+        });
+    }
     if info.name == "vegas" && params.get("alpha") > params.get("beta") {
         return Err(SpecError::Inconsistent {
             algorithm: info.name,

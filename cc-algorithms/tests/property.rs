@@ -192,6 +192,6 @@ proptest! {
             }
             plugins += 1;
         }
-        prop_assert!(plugins >= 7);
+        prop_assert!(plugins >= 8);
     }
 }
