@@ -14,6 +14,7 @@ use crate::dcm::{DcmConfig, Variant};
 use crate::ewphcc::EwphccConfig;
 use crate::exp::ExpConfig;
 use crate::newreno::NewRenoConfig;
+use crate::smcc::SmccConfig;
 use crate::vegas::VegasConfig;
 use crate::westwood::WestwoodConfig;
 
@@ -224,6 +225,58 @@ const EWPHCC_PARAMS: &[ParamInfo] = &[
     ),
 ];
 
+const SMCC_PARAMS: &[ParamInfo] = &[
+    number(
+        "swarm",
+        "particles",
+        10.0,
+        1.0,
+        100.0,
+        "particles in the swarm",
+    ),
+    number(
+        "iterations",
+        "1",
+        10.0,
+        1.0,
+        1000.0,
+        "swarm iterations before the best (alpha, beta) is kept",
+    ),
+    number(
+        "rounds",
+        "RTTs",
+        4.0,
+        1.0,
+        100.0,
+        "round trips each particle is measured over",
+    ),
+    number(
+        "max",
+        "packets",
+        20.0,
+        2.0,
+        1000.0,
+        "upper bound of alpha and beta",
+    ),
+    number(
+        "delta",
+        "1",
+        1.0,
+        0.0,
+        100.0,
+        "fitness weight of queueing delay relative to the base RTT",
+    ),
+    number(
+        "lambda",
+        "1",
+        10.0,
+        0.0,
+        1000.0,
+        "fitness weight of the loss fraction",
+    ),
+    number("seed", "1", 1.0, 0.0, 1e15, "seed of the swarm"),
+];
+
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo)
 }
@@ -310,6 +363,25 @@ const ENTRIES: &[Entry] = &[
             params: &[],
         },
         build: |_| Controller::Plugin(Arc::new(DcmConfig { variant: Variant::Dcm })),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "smcc",
+            summary: "SMCC: Vegas with alpha and beta tuned online by particle swarm optimisation",
+            origin: Origin::Plugin,
+            params: SMCC_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(SmccConfig {
+                swarm: p.get("swarm") as usize,
+                iterations: p.get("iterations") as usize,
+                rounds: p.get("rounds") as u64,
+                max: p.get("max"),
+                delta: p.get("delta"),
+                lambda: p.get("lambda"),
+                seed: p.get("seed") as u64,
+            }))
+        },
     },
     Entry {
         info: AlgorithmInfo {

@@ -148,6 +148,27 @@ impl Vegas {
         self.round_min_rtt = None;
     }
 
+    /// Changes alpha and beta (SMCC tunes them while running).
+    pub fn set_thresholds(&mut self, alpha: f64, beta: f64) {
+        self.cfg.alpha = alpha;
+        self.cfg.beta = beta;
+    }
+
+    /// Completed round trips.
+    pub fn rounds(&self) -> u64 {
+        self.rounds.rounds()
+    }
+
+    /// The smallest RTT seen (`baseRTT`).
+    pub fn base_rtt(&self) -> Option<Duration> {
+        self.base_rtt
+    }
+
+    /// Whether the window is below ssthresh.
+    pub fn in_slow_start(&self) -> bool {
+        self.reno.cwnd < self.reno.ssthresh
+    }
+
     fn set_ssthresh_pkts(&mut self, pkts: f64) {
         self.reno.ssthresh = (pkts.max(2.0) * self.reno.mss as f64) as usize;
     }
