@@ -62,6 +62,11 @@ pub struct Outcome {
     pub server_qlog: String,
     /// Server path statistics at the end.
     pub server_lost: usize,
+    /// Mean time server-to-client packets waited in the bottleneck queue.
+    pub mean_queue_delay: Duration,
+    /// Longest time the client went without receiving stream data, after
+    /// the first byte.
+    pub longest_stall: Duration,
 }
 
 struct Link {
@@ -75,6 +80,9 @@ struct Link {
     drop_every: u64,
     count: u64,
     dropped: u64,
+    /// Sum and count of queueing delays of accepted packets.
+    queue_delay_sum: Duration,
+    queued: u64,
 }
 
 impl Link {
@@ -88,6 +96,8 @@ impl Link {
             drop_every,
             count: 0,
             dropped: 0,
+            queue_delay_sum: Duration::ZERO,
+            queued: 0,
         }
     }
 
@@ -108,6 +118,8 @@ impl Link {
             return;
         }
         let start = self.busy_until.map_or(at, |b| b.max(at));
+        self.queue_delay_sum += start - at;
+        self.queued += 1;
         let done = start + Duration::from_secs_f64(pkt.len() as f64 * 8.0 / self.rate_bps);
         self.busy_until = Some(done);
         let arrival = done + self.delay;
@@ -195,6 +207,7 @@ pub fn run(spec: &PathSpec, setup: impl FnOnce(&mut quiche::Config)) -> Outcome 
     let mut requested = false;
     let mut sent = 0usize;
     let mut next_sample = start;
+    let mut last_data: Option<Instant> = None;
 
     while start.elapsed() < spec.deadline {
         let now = Instant::now();
@@ -253,6 +266,11 @@ pub fn run(spec: &PathSpec, setup: impl FnOnce(&mut quiche::Config)) -> Outcome 
         for id in client.readable() {
             while let Ok((n, fin)) = client.stream_recv(id, &mut buf) {
                 out.received += n;
+                let t = Instant::now();
+                if let Some(prev) = last_data {
+                    out.longest_stall = out.longest_stall.max(t - prev);
+                }
+                last_data = Some(t);
                 if fin {
                     out.complete = true;
                     out.elapsed = start.elapsed();
@@ -302,6 +320,7 @@ pub fn run(spec: &PathSpec, setup: impl FnOnce(&mut quiche::Config)) -> Outcome 
         out.elapsed = start.elapsed();
     }
     out.dropped = up.dropped + down.dropped;
+    out.mean_queue_delay = down.queue_delay_sum / down.queued.max(1) as u32;
     out.server_lost = server.path_stats().next().map_or(0, |p| p.lost);
     server.close(false, 0, b"").ok();
     drop(server);
