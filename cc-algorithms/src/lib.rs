@@ -28,6 +28,7 @@
 //!
 //! [`LossEvent`]: quiche::cc::LossEvent
 
+pub mod binomial;
 pub mod br_tcp;
 pub mod dcm;
 pub mod estimators;

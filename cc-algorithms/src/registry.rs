@@ -9,6 +9,7 @@ use quiche::cc::CongestionControllerFactory;
 use quiche::CongestionControlAlgorithm;
 use serde::Serialize;
 
+use crate::binomial::BinomialConfig;
 use crate::br_tcp::BrTcpConfig;
 use crate::dcm::{DcmConfig, Variant};
 use crate::ewphcc::EwphccConfig;
@@ -277,6 +278,117 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number("seed", "1", 1.0, 0.0, 1e15, "seed of the swarm"),
 ];
 
+const BINOMIAL_PARAMS: &[ParamInfo] = &[
+    number(
+        "k",
+        "1",
+        0.0,
+        -1.0,
+        2.0,
+        "increase exponent: alpha / w^k packets per RTT",
+    ),
+    number(
+        "l",
+        "1",
+        1.0,
+        0.0,
+        2.0,
+        "decrease exponent: beta w^l packets on a loss",
+    ),
+    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
+    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
+];
+const AIMD_PARAMS: &[ParamInfo] = &[
+    number(
+        "k",
+        "1",
+        0.0,
+        -1.0,
+        2.0,
+        "increase exponent: alpha / w^k packets per RTT",
+    ),
+    number(
+        "l",
+        "1",
+        1.0,
+        0.0,
+        2.0,
+        "decrease exponent: beta w^l packets on a loss",
+    ),
+    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
+    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
+];
+const IIAD_PARAMS: &[ParamInfo] = &[
+    number(
+        "k",
+        "1",
+        1.0,
+        -1.0,
+        2.0,
+        "increase exponent: alpha / w^k packets per RTT",
+    ),
+    number(
+        "l",
+        "1",
+        0.0,
+        0.0,
+        2.0,
+        "decrease exponent: beta w^l packets on a loss",
+    ),
+    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
+    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
+];
+const SQRT_PARAMS: &[ParamInfo] = &[
+    number(
+        "k",
+        "1",
+        0.5,
+        -1.0,
+        2.0,
+        "increase exponent: alpha / w^k packets per RTT",
+    ),
+    number(
+        "l",
+        "1",
+        0.5,
+        0.0,
+        2.0,
+        "decrease exponent: beta w^l packets on a loss",
+    ),
+    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
+    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
+];
+const MIMD_PARAMS: &[ParamInfo] = &[
+    number(
+        "k",
+        "1",
+        -1.0,
+        -1.0,
+        2.0,
+        "increase exponent: alpha / w^k packets per RTT",
+    ),
+    number(
+        "l",
+        "1",
+        1.0,
+        0.0,
+        2.0,
+        "decrease exponent: beta w^l packets on a loss",
+    ),
+    number("alpha", "packets", 0.01, 1e-6, 1000.0, "increase constant"),
+    number("beta", "1", 0.125, 1e-6, 1000.0, "decrease constant"),
+];
+
+fn binomial(name: &'static str, p: &Params) -> Controller {
+    Controller::Plugin(Arc::new(BinomialConfig {
+        name,
+        k: p.get("k"),
+        l: p.get("l"),
+        alpha: p.get("alpha"),
+        beta: p.get("beta"),
+    }))
+}
+
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo)
 }
@@ -398,6 +510,51 @@ const ENTRIES: &[Entry] = &[
                 gamma: p.get("gamma"),
             }))
         },
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "binomial",
+            summary: "binomial family: increase alpha/w^k per RTT, decrease beta w^l per loss",
+            origin: Origin::Plugin,
+            params: BINOMIAL_PARAMS,
+        },
+        build: |p| binomial("binomial", p),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "aimd",
+            summary: "binomial preset k=0, l=1: TCP's additive increase, multiplicative decrease",
+            origin: Origin::Plugin,
+            params: AIMD_PARAMS,
+        },
+        build: |p| binomial("aimd", p),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "iiad",
+            summary: "binomial preset k=1, l=0: inverse increase, additive decrease",
+            origin: Origin::Plugin,
+            params: IIAD_PARAMS,
+        },
+        build: |p| binomial("iiad", p),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "sqrt",
+            summary: "binomial preset k=l=1/2",
+            origin: Origin::Plugin,
+            params: SQRT_PARAMS,
+        },
+        build: |p| binomial("sqrt", p),
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "mimd",
+            summary: "binomial member k=-1, l=1: multiplicative increase and decrease",
+            origin: Origin::Plugin,
+            params: MIMD_PARAMS,
+        },
+        build: |p| binomial("mimd", p),
     },
     Entry {
         info: AlgorithmInfo {

@@ -195,6 +195,6 @@ proptest! {
             }
             plugins += 1;
         }
-        prop_assert!(plugins >= 9);
+        prop_assert!(plugins >= 14);
     }
 }
