@@ -180,27 +180,9 @@ impl CongestionController for Exp {
             self.reno.on_ack(ack, now);
             return;
         }
-        if ack.app_limited {
-            return;
-        }
-        let fresh: usize = ack
-            .acked
-            .iter()
-            .filter(|p| !self.reno.in_recovery(p.time_sent))
-            .map(|p| p.size)
-            .sum();
-        if fresh == 0 {
-            return;
-        }
-        self.reno.recovering = false;
         // The per-RTT increase, spread over the window's ACKs by bytes.
         let per_rtt = self.increase_per_rtt(self.packets()) * self.reno.mss as f64;
-        self.pending += per_rtt * fresh as f64 / self.reno.cwnd.max(1) as f64;
-        if self.pending >= 1.0 {
-            let add = self.pending.floor();
-            self.pending -= add;
-            self.reno.cwnd = self.reno.cwnd.saturating_add(add as usize);
-        }
+        self.reno.grow_per_rtt(ack, per_rtt, &mut self.pending);
     }
 
     fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {

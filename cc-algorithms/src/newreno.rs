@@ -131,6 +131,33 @@ impl NewReno {
         }
     }
 
+    /// Grows the window by `per_rtt` bytes per round trip, spread over a
+    /// window of ACKs by bytes: this ACK adds `per_rtt x fresh / cwnd`,
+    /// where `fresh` counts packets sent after the recovery period began
+    /// (nothing while app-limited). The fraction of a byte not yet added is
+    /// carried in `pending`.
+    pub(crate) fn grow_per_rtt(&mut self, ack: &AckEvent, per_rtt: f64, pending: &mut f64) {
+        if ack.app_limited {
+            return;
+        }
+        let fresh: usize = ack
+            .acked
+            .iter()
+            .filter(|p| !self.in_recovery(p.time_sent))
+            .map(|p| p.size)
+            .sum();
+        if fresh == 0 {
+            return;
+        }
+        self.recovering = false;
+        *pending += per_rtt * fresh as f64 / self.cwnd.max(1) as f64;
+        if *pending >= 1.0 {
+            let add = pending.floor();
+            *pending -= add;
+            self.cwnd = self.cwnd.saturating_add(add as usize);
+        }
+    }
+
     /// Sets the window after a reduction decided elsewhere (Westwood+).
     pub(crate) fn set_window(&mut self, cwnd: usize, ssthresh: usize) {
         let min = Self::min_window_of(self.mss);
