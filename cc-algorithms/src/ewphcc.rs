@@ -248,7 +248,7 @@ impl CongestionController for Ewphcc {
         self.round_sent += 1;
     }
 
-    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
+    fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
         if let Some(s) = ack.rtt_sample {
             self.d_min = Some(self.d_min.map_or(s, |m| m.min(s)));
             self.round_rtt = Some(self.round_rtt.map_or(s, |m| m.min(s)));
@@ -260,10 +260,7 @@ impl CongestionController for Ewphcc {
         // Normal phase: slow-start growth ("cwnd *= 2" per round), and
         // recovery bookkeeping, are NewReno's.
         if self.phase == Phase::Normal {
-            let ssthresh = self.reno.ssthresh;
-            self.reno.ssthresh = usize::MAX;
-            self.reno.on_ack(ack, now);
-            self.reno.ssthresh = ssthresh;
+            self.reno.grow_up_to(ack, usize::MAX);
         } else if ack
             .acked
             .iter()

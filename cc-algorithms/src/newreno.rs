@@ -107,6 +107,13 @@ impl NewReno {
 
     /// Slow start and congestion avoidance for one ACK (RFC 9002 B.5).
     pub(crate) fn grow(&mut self, ack: &AckEvent) {
+        self.grow_up_to(ack, self.ssthresh);
+    }
+
+    /// [`grow`](Self::grow) with slow start up to `slow_start_limit`
+    /// instead of ssthresh (EWPHCC's normal phase slow-starts whatever
+    /// ssthresh is).
+    pub(crate) fn grow_up_to(&mut self, ack: &AckEvent, slow_start_limit: usize) {
         if ack.app_limited {
             if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
                 self.recovering = false;
@@ -118,7 +125,7 @@ impl NewReno {
                 continue;
             }
             self.recovering = false;
-            if self.cwnd < self.ssthresh {
+            if self.cwnd < slow_start_limit {
                 self.cwnd = self.cwnd.saturating_add(pkt.size);
             } else {
                 // Appropriate Byte Counting, RFC 3465.

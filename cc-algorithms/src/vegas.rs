@@ -179,7 +179,7 @@ impl CongestionController for Vegas {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
     }
 
-    fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         if let Some(sample) = ack.rtt_sample {
             // Linux adds 1 us so a sample is never zero.
             let sample = sample + Duration::from_micros(1);
@@ -192,7 +192,7 @@ impl CongestionController for Vegas {
 
         // Outside the Open state, Vegas is off and Reno governs.
         if self.reno.recovering || ack.acked.iter().all(|p| self.reno.in_recovery(p.time_sent)) {
-            self.reno.on_ack(ack, _now);
+            self.reno.on_ack(ack, now);
             return;
         }
         if round_ended {
