@@ -183,18 +183,15 @@ impl Dcm {
     }
 
     /// The growth, in packets, for one acknowledged packet (equations 2
-    /// and 7).
-    pub fn growth_per_packet(&self, slow_start: bool, rtt_new: Duration) -> f64 {
+    /// and 7). Both are written with `rate_CA = RTT_old / RTT_new`: DCM's
+    /// `RTT_new / (CWND_old x RTT_old)` is `1 / (rate_CA x CWND_old)`.
+    pub fn growth_per_packet(&self, slow_start: bool) -> f64 {
         let w = self.cwnd_pkts.max(1.0);
         match (self.variant, slow_start) {
             (Variant::DcmPlus, true) => 2.0 * self.rate_ca,
             (Variant::DcmPlus, false) => 2.0 / (self.rate_ca * w),
             (Variant::Dcm, true) => self.rate_ca * 0.9,
-            (Variant::Dcm, false) => {
-                let old = self.rtt_old.unwrap_or(rtt_new).as_secs_f64().max(1e-9);
-                let ratio = (rtt_new.as_secs_f64() / old).clamp(RATE_CA_BOUNDS.0, RATE_CA_BOUNDS.1);
-                ratio / w
-            }
+            (Variant::Dcm, false) => 1.0 / (self.rate_ca * w),
         }
     }
 
@@ -253,7 +250,7 @@ impl CongestionController for Dcm {
         let ssthresh_pkts = self.reno.ssthresh as f64 / self.mss();
         for _ in 0..fresh {
             let slow_start = self.cwnd_pkts < ssthresh_pkts;
-            self.cwnd_pkts += self.growth_per_packet(slow_start, srtt);
+            self.cwnd_pkts += self.growth_per_packet(slow_start);
             if slow_start && self.variant == Variant::DcmPlus {
                 // Never past the measured ssthresh.
                 self.cwnd_pkts = self.cwnd_pkts.min(ssthresh_pkts);
@@ -303,18 +300,17 @@ mod tests {
         let mut d = Dcm::new(Variant::DcmPlus, &config());
         d.cwnd_pkts = 20.0;
         d.rate_ca = 1.25; // RTT_old 125 ms, RTT_new 100 ms
-        assert_eq!(d.growth_per_packet(true, Duration::from_millis(100)), 2.5);
+        assert_eq!(d.growth_per_packet(true), 2.5);
         // 2 / (1.25 x 20) = 0.08
-        assert!((d.growth_per_packet(false, Duration::from_millis(100)) - 0.08).abs() < 1e-12);
+        assert!((d.growth_per_packet(false) - 0.08).abs() < 1e-12);
 
         let mut d = Dcm::new(Variant::Dcm, &config());
         d.cwnd_pkts = 20.0;
-        d.rate_ca = 1.25;
-        d.rtt_old = Some(Duration::from_millis(125));
-        // (RTT_old / RTT_new) x 0.9 = 1.125
-        assert!((d.growth_per_packet(true, Duration::from_millis(100)) - 1.125).abs() < 1e-12);
+        d.rate_ca = 1.25; // RTT_old 125 ms, RTT_new 100 ms
+                          // (RTT_old / RTT_new) x 0.9 = 1.125
+        assert!((d.growth_per_packet(true) - 1.125).abs() < 1e-12);
         // RTT_new / (CWND_old x RTT_old) = 100 / (20 x 125) = 0.04
-        assert!((d.growth_per_packet(false, Duration::from_millis(100)) - 0.04).abs() < 1e-12);
+        assert!((d.growth_per_packet(false) - 0.04).abs() < 1e-12);
     }
 
     #[test]
