@@ -278,106 +278,41 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number("seed", "1", 1.0, 0.0, 1e15, "seed of the swarm"),
 ];
 
-const BINOMIAL_PARAMS: &[ParamInfo] = &[
-    number(
-        "k",
-        "1",
-        0.0,
-        -1.0,
-        2.0,
-        "increase exponent: alpha / w^k packets per RTT",
-    ),
-    number(
-        "l",
-        "1",
-        1.0,
-        0.0,
-        2.0,
-        "decrease exponent: beta w^l packets on a loss",
-    ),
-    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
-    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
-];
-const AIMD_PARAMS: &[ParamInfo] = &[
-    number(
-        "k",
-        "1",
-        0.0,
-        -1.0,
-        2.0,
-        "increase exponent: alpha / w^k packets per RTT",
-    ),
-    number(
-        "l",
-        "1",
-        1.0,
-        0.0,
-        2.0,
-        "decrease exponent: beta w^l packets on a loss",
-    ),
-    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
-    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
-];
-const IIAD_PARAMS: &[ParamInfo] = &[
-    number(
-        "k",
-        "1",
-        1.0,
-        -1.0,
-        2.0,
-        "increase exponent: alpha / w^k packets per RTT",
-    ),
-    number(
-        "l",
-        "1",
-        0.0,
-        0.0,
-        2.0,
-        "decrease exponent: beta w^l packets on a loss",
-    ),
-    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
-    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
-];
-const SQRT_PARAMS: &[ParamInfo] = &[
-    number(
-        "k",
-        "1",
-        0.5,
-        -1.0,
-        2.0,
-        "increase exponent: alpha / w^k packets per RTT",
-    ),
-    number(
-        "l",
-        "1",
-        0.5,
-        0.0,
-        2.0,
-        "decrease exponent: beta w^l packets on a loss",
-    ),
-    number("alpha", "packets", 1.0, 1e-6, 1000.0, "increase constant"),
-    number("beta", "1", 0.5, 1e-6, 1000.0, "decrease constant"),
-];
-const MIMD_PARAMS: &[ParamInfo] = &[
-    number(
-        "k",
-        "1",
-        -1.0,
-        -1.0,
-        2.0,
-        "increase exponent: alpha / w^k packets per RTT",
-    ),
-    number(
-        "l",
-        "1",
-        1.0,
-        0.0,
-        2.0,
-        "decrease exponent: beta w^l packets on a loss",
-    ),
-    number("alpha", "packets", 0.01, 1e-6, 1000.0, "increase constant"),
-    number("beta", "1", 0.125, 1e-6, 1000.0, "decrease constant"),
-];
+/// The binomial parameters, with a preset's constants as defaults.
+const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 4] {
+    [
+        number(
+            "k",
+            "1",
+            preset.k,
+            -1.0,
+            2.0,
+            "increase exponent: alpha / w^k packets per RTT",
+        ),
+        number(
+            "l",
+            "1",
+            preset.l,
+            0.0,
+            2.0,
+            "decrease exponent: beta w^l packets on a loss",
+        ),
+        number(
+            "alpha",
+            "packets",
+            preset.alpha,
+            1e-6,
+            1000.0,
+            "increase constant",
+        ),
+        number("beta", "1", preset.beta, 1e-6, 1000.0, "decrease constant"),
+    ]
+}
+
+const AIMD_PARAMS: &[ParamInfo] = &binomial_params(BinomialConfig::AIMD);
+const IIAD_PARAMS: &[ParamInfo] = &binomial_params(BinomialConfig::IIAD);
+const SQRT_PARAMS: &[ParamInfo] = &binomial_params(BinomialConfig::SQRT);
+const MIMD_PARAMS: &[ParamInfo] = &binomial_params(BinomialConfig::MIMD);
 
 fn binomial(name: &'static str, p: &Params) -> Controller {
     Controller::Plugin(Arc::new(BinomialConfig {
@@ -516,7 +451,7 @@ const ENTRIES: &[Entry] = &[
             name: "binomial",
             summary: "binomial family: increase alpha/w^k per RTT, decrease beta w^l per loss",
             origin: Origin::Plugin,
-            params: BINOMIAL_PARAMS,
+            params: AIMD_PARAMS,
         },
         build: |p| binomial("binomial", p),
     },
