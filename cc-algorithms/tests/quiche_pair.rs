@@ -210,7 +210,7 @@ fn persistent_congestion_and_pto_reach_the_plugin_and_qlog_has_losses_and_metric
         .all(|s| ["slow_start", "congestion_avoidance", "recovery"].contains(&s.as_str())));
 }
 
-fn mean_cwnd(samples: &[(f64, usize, usize)], until: f64) -> f64 {
+fn mean_cwnd(samples: &[(f64, usize)], until: f64) -> f64 {
     let s: Vec<f64> = samples
         .iter()
         .filter(|s| s.0 <= until)

@@ -95,8 +95,8 @@ pub struct Interval {
     pub bytes: u64,
     /// `bytes` over the interval, bits per second.
     pub goodput_bps: f64,
-    /// The sender-side window this endpoint sees, bytes (the peer's for a
-    /// download is not visible here; this is the client's own).
+    /// The client's own congestion window, bytes. It governs uploads; for
+    /// a download the sender's window is in the server's qlog.
     pub cwnd: u64,
     /// Smoothed RTT, milliseconds.
     pub srtt_ms: f64,
@@ -125,7 +125,7 @@ pub struct Report {
     pub status: Option<u16>,
     /// Handshake time, milliseconds.
     pub handshake_ms: Option<f64>,
-    /// Packets this endpoint sent and lost, from quiche's statistics.
+    /// Packets this endpoint sent, from quiche's statistics.
     pub sent_packets: u64,
     /// Packets declared lost by this endpoint.
     pub lost_packets: u64,

@@ -144,11 +144,8 @@ pub async fn flush(
         let (n, info) = match conn.send(&mut buf) {
             Ok(v) => v,
             Err(quiche::Error::Done) => break,
-            Err(e) => {
-                // The connection is closing; quiche reports it on its own.
-                let _ = e;
-                break;
-            }
+            // Any other error closes the connection; quiche reports it.
+            Err(_) => break,
         };
         let fits = dest == Some(info.to) && n <= segment && count < max;
         if !fits && !batch.is_empty() {

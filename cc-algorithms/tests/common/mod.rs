@@ -54,8 +54,8 @@ pub struct Outcome {
     pub complete: bool,
     /// Time from start to the last byte.
     pub elapsed: Duration,
-    /// (seconds since start, server cwnd, server bytes in flight).
-    pub cwnd: Vec<(f64, usize, usize)>,
+    /// (seconds since start, server cwnd in bytes), every 5 ms.
+    pub cwnd: Vec<(f64, usize)>,
     /// Packets the bottleneck dropped (queue or loss pattern).
     pub dropped: u64,
     /// The server's qlog, as written.
@@ -289,11 +289,7 @@ pub fn run(spec: &PathSpec, setup: impl FnOnce(&mut quiche::Config)) -> Outcome 
         }
         if now >= next_sample {
             if let Some(p) = server.path_stats().next() {
-                out.cwnd.push((
-                    (now - start).as_secs_f64(),
-                    p.cwnd,
-                    server.stats().sent_bytes as usize,
-                ));
+                out.cwnd.push(((now - start).as_secs_f64(), p.cwnd));
             }
             next_sample = now + Duration::from_millis(5);
         }
