@@ -1,5 +1,11 @@
-//! The bench harness behind `cclab`: scenarios, link backends, runs, sweeps
-//! and reports.
+//! The bench harness behind `cclab`: link descriptions and the two link
+//! backends (the userspace emulator [`emu`] and kernel [`netem`] on veth
+//! between namespaces), with the bottleneck log both write.
 //!
-//! Not implemented yet: this crate is a placeholder in the workspace layout.
-//! It ships no `cclab` binary until the harness exists.
+//! Scenarios, runs, sweeps and reports are not implemented yet.
+
+pub mod bottleneck;
+pub mod emu;
+pub mod link;
+pub mod netem;
+pub mod netns;

@@ -1,0 +1,406 @@
+//! One direction of the emulated link: the elements in order.
+//!
+//! ```text
+//! arrive → loss → duplicate → queue (+ AQM) → serializer → delay + jitter → (reorder) → deliver
+//! ```
+//!
+//! Time is virtual: every step happens at the time it would on a real link
+//! (a packet leaves the queue when the serializer is free, not when the
+//! emulator's thread happened to wake up), so a late wake-up delays only
+//! the final hand-off to the socket, never the link's own accounting.
+//! Callers must feed arrivals in time order and call [`Direction::advance`]
+//! with a time no earlier than the last one.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::delay::Delay;
+use super::duplicate::Duplicate;
+use super::loss::Loss;
+use super::packet::{DropReason, Packet};
+use super::queue::Queue;
+use super::reorder::Reorder;
+use super::rng::Rng;
+use super::serializer::Serializer;
+use crate::bottleneck::{Kind, Record, Sink};
+use crate::link::{Dir, LinkSpec};
+
+/// What one direction has done since it started.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Counters {
+    /// Packets that reached the emulator.
+    pub arrived_packets: u64,
+    /// Their bytes.
+    pub arrived_bytes: u64,
+    /// Drops by reason: loss, queue_full, red, codel.
+    pub dropped: [u64; 4],
+    /// Bytes dropped, every reason.
+    pub dropped_bytes: u64,
+    /// Copies added by duplication.
+    pub duplicated: u64,
+    /// Packets that left the queue onto the link.
+    pub sent_packets: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Sum of their queueing delays, ns.
+    pub sojourn_ns_total: u128,
+    /// Packets delivered past the delay line.
+    pub delivered_packets: u64,
+    /// Their bytes.
+    pub delivered_bytes: u64,
+    /// Packets that skipped the delay line.
+    pub reordered: u64,
+    /// The largest queue seen, bytes.
+    pub max_queue_bytes: u64,
+}
+
+impl Counters {
+    /// Drops of every reason.
+    pub fn drops(&self) -> u64 {
+        self.dropped.iter().sum()
+    }
+}
+
+struct InFlight {
+    at: u64,
+    seq: u64,
+    pkt: Packet,
+}
+
+impl PartialEq for InFlight {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for InFlight {}
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for InFlight {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// One direction's pipeline.
+pub struct Direction {
+    dir: Dir,
+    loss: Loss,
+    duplicate: Duplicate,
+    queue: Queue,
+    serializer: Serializer,
+    delay: Delay,
+    reorder: Reorder,
+    in_flight: BinaryHeap<Reverse<InFlight>>,
+    seq: u64,
+    /// What it has done.
+    pub counters: Counters,
+}
+
+impl Direction {
+    /// The pipeline for direction `dir` of `link`; `mtu` sizes packet-count
+    /// queue limits in bytes.
+    pub fn new(link: &LinkSpec, dir: Dir, mtu: u64) -> Direction {
+        let s = link.dir(dir);
+        // Each element gets its own stream, so changing one parameter does
+        // not reshuffle the others' choices.
+        let stream = |k: u64| Rng::new(link.seed, (dir as u64) << 8 | k);
+        let serializer = match &s.trace {
+            Some(t) => Serializer::trace(t),
+            None => Serializer::rate(s.rate_bps),
+        };
+        Direction {
+            dir,
+            loss: Loss::new(s.loss, stream(1)),
+            duplicate: Duplicate::new(s.duplicate, stream(2)),
+            queue: Queue::new(
+                link.queue_bytes(dir, mtu),
+                link.queue_packets(dir),
+                &s.aqm,
+                s.rate_bps,
+                stream(3),
+            ),
+            serializer,
+            delay: Delay::new(s.delay_ns, s.jitter_ns, s.jitter_distribution, stream(4)),
+            reorder: Reorder::new(s.reorder, stream(5)),
+            in_flight: BinaryHeap::new(),
+            seq: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    fn rec(&self, t: u64, kind: Kind, pkt: &Packet, reason: u8, sojourn: u64) -> Record {
+        Record {
+            t_ns: t,
+            flow: pkt.flow,
+            dir: self.dir as u8,
+            kind: kind as u8,
+            reason,
+            size: pkt.len().min(u16::MAX as usize) as u16,
+            queue_bytes: self.queue.bytes().min(u32::MAX as u64) as u32,
+            queue_packets: self.queue.len() as u32,
+            sojourn_ns: sojourn.min(u32::MAX as u64) as u32,
+        }
+    }
+
+    fn drop_packet(
+        &mut self,
+        t: u64,
+        pkt: &Packet,
+        why: DropReason,
+        sojourn: u64,
+        log: &mut dyn Sink,
+    ) {
+        self.counters.dropped[why as usize - 1] += 1;
+        self.counters.dropped_bytes += pkt.len() as u64;
+        log.record(&self.rec(t, Kind::Drop, pkt, why as u8, sojourn));
+    }
+
+    /// A packet arrives at `now`.
+    pub fn push(&mut self, pkt: Packet, now: u64, log: &mut dyn Sink) {
+        self.run_link(now, log);
+        self.counters.arrived_packets += 1;
+        self.counters.arrived_bytes += pkt.len() as u64;
+        if self.loss.drop_next() {
+            self.drop_packet(now, &pkt, DropReason::Loss, 0, log);
+            return;
+        }
+        let copy = (self.duplicate.copies() == 2).then(|| pkt.clone());
+        self.offer(pkt, now, Kind::Arrive, log);
+        if let Some(c) = copy {
+            self.counters.duplicated += 1;
+            self.offer(c, now, Kind::Duplicate, log);
+        }
+    }
+
+    fn offer(&mut self, pkt: Packet, now: u64, kind: Kind, log: &mut dyn Sink) {
+        let r = self.rec(now, kind, &pkt, 0, 0);
+        match self.queue.enqueue(pkt, now) {
+            Ok(()) => {
+                let mut r = r;
+                r.queue_bytes = self.queue.bytes() as u32;
+                r.queue_packets = self.queue.len() as u32;
+                log.record(&r);
+                self.counters.max_queue_bytes =
+                    self.counters.max_queue_bytes.max(self.queue.bytes());
+            }
+            Err((pkt, why)) => {
+                log.record(&r);
+                self.drop_packet(now, &pkt, why, 0, log);
+            }
+        }
+    }
+
+    /// Moves packets from the queue onto the link up to `now`.
+    fn run_link(&mut self, now: u64, log: &mut dyn Sink) {
+        while let Some((size, enqueued)) = self.queue.head() {
+            let plan = self.serializer.plan(size, enqueued);
+            if plan.start > now {
+                break;
+            }
+            let mut drops = Vec::new();
+            let got = self
+                .queue
+                .dequeue(plan.start, |p, why, s| drops.push((p, why, s)));
+            for (p, why, s) in drops {
+                self.drop_packet(plan.start, &p, why, s, log);
+            }
+            let Some((pkt, sojourn)) = got else { break };
+            let plan = if pkt.len() == size {
+                plan
+            } else {
+                self.serializer.plan(pkt.len(), plan.start)
+            };
+            let end = self.serializer.commit(plan);
+            self.counters.sent_packets += 1;
+            self.counters.sent_bytes += pkt.len() as u64;
+            self.counters.sojourn_ns_total += sojourn as u128;
+            log.record(&self.rec(plan.start, Kind::Depart, &pkt, 0, sojourn));
+            let at = if self.reorder.jump() {
+                self.counters.reordered += 1;
+                end
+            } else {
+                self.delay.deliver_at(end)
+            };
+            self.seq += 1;
+            self.in_flight.push(Reverse(InFlight {
+                at,
+                seq: self.seq,
+                pkt,
+            }));
+        }
+    }
+
+    /// Runs the link up to `now` and appends to `out` every packet whose
+    /// delivery time has come, in delivery order.
+    pub fn advance(&mut self, now: u64, log: &mut dyn Sink, out: &mut Vec<(u64, Packet)>) {
+        self.run_link(now, log);
+        while self.in_flight.peek().is_some_and(|f| f.0.at <= now) {
+            let f = self.in_flight.pop().unwrap().0;
+            self.counters.delivered_packets += 1;
+            self.counters.delivered_bytes += f.pkt.len() as u64;
+            out.push((f.at, f.pkt));
+        }
+    }
+
+    /// When something next happens, if anything is pending.
+    pub fn next_event(&self) -> Option<u64> {
+        let link = self
+            .queue
+            .head()
+            .map(|(size, enq)| self.serializer.plan(size, enq).start);
+        let deliver = self.in_flight.peek().map(|f| f.0.at);
+        match (link, deliver) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Queued bytes and packets now.
+    pub fn queue(&self) -> (u64, u64) {
+        (self.queue.bytes(), self.queue.len() as u64)
+    }
+
+    /// Packets on the wire (past the queue, not yet delivered).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// The link's capacity in bits between two times.
+    pub fn capacity_bits(&self, t0: u64, t1: u64) -> f64 {
+        self.serializer.capacity_bits(t0, t1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bottleneck::NoSink;
+    use crate::link::{Aqm, LinkSpec, LossModel, QueueLimit};
+
+    fn link(rate: f64, delay_ms: u64, queue: QueueLimit) -> LinkSpec {
+        let mut l = LinkSpec::default();
+        for d in [&mut l.up, &mut l.down] {
+            d.rate_bps = rate;
+            d.delay_ns = delay_ms * 1_000_000;
+            d.queue = queue;
+        }
+        l
+    }
+
+    #[test]
+    fn a_burst_is_serialized_delayed_and_tail_dropped() {
+        // 12 Mbit/s: 1500 B every 1 ms; 10 ms delay; room for 5 packets.
+        let l = link(12e6, 10, QueueLimit::Packets(5));
+        let mut d = Direction::new(&l, Dir::Down, 1500);
+        let mut log: Vec<Record> = Vec::new();
+        for i in 0..10 {
+            d.push(Packet::sized(1500, i, 0), 0, &mut log);
+        }
+        // The first goes straight onto the link; 5 wait; 4 are dropped.
+        assert_eq!(d.counters.dropped[DropReason::QueueFull as usize - 1], 4);
+        let mut out = Vec::new();
+        d.advance(1_000_000_000, &mut log, &mut out);
+        let times: Vec<u64> = out.iter().map(|(t, _)| *t / 1000).collect();
+        assert_eq!(times, vec![11_000, 12_000, 13_000, 14_000, 15_000, 16_000]);
+        let flows: Vec<u16> = out.iter().map(|(_, p)| p.flow).collect();
+        assert_eq!(flows, vec![0, 1, 2, 3, 4, 5]);
+        // The log: 10 arrivals, 4 drops, 6 departs with growing sojourn.
+        let count = |k: Kind| log.iter().filter(|r| r.kind == k as u8).count();
+        assert_eq!(
+            (count(Kind::Arrive), count(Kind::Drop), count(Kind::Depart)),
+            (10, 4, 6)
+        );
+        let sojourns: Vec<u32> = log
+            .iter()
+            .filter(|r| r.kind == Kind::Depart as u8)
+            .map(|r| r.sojourn_ns / 1000)
+            .collect();
+        assert_eq!(sojourns, vec![0, 1000, 2000, 3000, 4000, 5000]);
+        assert_eq!(d.next_event(), None);
+    }
+
+    #[test]
+    fn late_advance_does_not_change_link_timing() {
+        let l = link(12e6, 10, QueueLimit::Bdp(10.0));
+        let mut early = Direction::new(&l, Dir::Up, 1500);
+        let mut late = Direction::new(&l, Dir::Up, 1500);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for i in 0..100u64 {
+            let t = i * 500_000; // twice the link rate
+            early.push(Packet::sized(1500, 0, t), t, &mut NoSink);
+            early.advance(t, &mut NoSink, &mut a);
+            late.push(Packet::sized(1500, 0, t), t, &mut NoSink);
+            if i % 10 == 9 {
+                late.advance(t + 300_000, &mut NoSink, &mut b);
+            }
+        }
+        early.advance(u64::MAX / 2, &mut NoSink, &mut a);
+        late.advance(u64::MAX / 2, &mut NoSink, &mut b);
+        let ta: Vec<u64> = a.iter().map(|x| x.0).collect();
+        let tb: Vec<u64> = b.iter().map(|x| x.0).collect();
+        assert_eq!(ta, tb);
+    }
+
+    #[test]
+    fn loss_and_duplication_are_counted_and_logged() {
+        let mut l = link(100e6, 1, QueueLimit::Bdp(100.0));
+        l.down.loss = LossModel::Random(0.1);
+        l.down.duplicate = 0.1;
+        l.down.aqm = Aqm::DropTail;
+        let mut d = Direction::new(&l, Dir::Down, 1500);
+        let mut log: Vec<Record> = Vec::new();
+        let mut out = Vec::new();
+        for i in 0..10_000u64 {
+            let t = i * 200_000;
+            d.push(Packet::sized(1000, 0, t), t, &mut log);
+            d.advance(t, &mut log, &mut out);
+        }
+        d.advance(u64::MAX / 2, &mut log, &mut out);
+        let c = &d.counters;
+        let lost = c.dropped[0];
+        assert!((900..1100).contains(&lost), "{lost}");
+        assert_eq!(c.delivered_packets, 10_000 - lost + c.duplicated);
+        assert_eq!(out.len() as u64, c.delivered_packets);
+        let dups = log
+            .iter()
+            .filter(|r| r.kind == Kind::Duplicate as u8)
+            .count() as u64;
+        assert_eq!(dups, c.duplicated);
+        // Same seed, same choices.
+        let mut d2 = Direction::new(&l, Dir::Down, 1500);
+        for i in 0..10_000u64 {
+            d2.push(
+                Packet::sized(1000, 0, i * 200_000),
+                i * 200_000,
+                &mut NoSink,
+            );
+        }
+        assert_eq!(d2.counters.dropped, d.counters.dropped);
+        assert_eq!(d2.counters.duplicated, d.counters.duplicated);
+    }
+
+    #[test]
+    fn reordered_packets_overtake() {
+        let mut l = link(100e6, 20, QueueLimit::Bdp(10.0));
+        l.down.reorder = 0.2;
+        let mut d = Direction::new(&l, Dir::Down, 1500);
+        let mut out = Vec::new();
+        for i in 0..1000u64 {
+            let t = i * 1_000_000;
+            d.push(Packet::sized(100, (i % 60000) as u16, t), t, &mut NoSink);
+            d.advance(t, &mut NoSink, &mut out);
+        }
+        d.advance(u64::MAX / 2, &mut NoSink, &mut out);
+        let inversions = out.windows(2).filter(|w| w[1].1.flow < w[0].1.flow).count();
+        assert!(inversions > 100, "{inversions}");
+        assert_eq!(
+            d.counters.reordered as usize,
+            out.iter()
+                .filter(|(t, p)| *t < p.arrival_ns + 20_000_000)
+                .count()
+        );
+    }
+}

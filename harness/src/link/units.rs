@@ -1,0 +1,162 @@
+//! The units users write in link descriptions, as tc reads them: times
+//! (`40ms`, `1.5s`, `250us`), probabilities (`1%`, `0.5%`, `0.01`), sizes
+//! (`64kb`, `1500b`, `2mb`; `k`/`kb` are 1024 bytes as in tc) and queue
+//! limits (`100pkt`, `64kb`, `1bdp`). Rates use
+//! [`cc_algorithms::units::parse_rate`].
+
+/// Splits `"12.5ms"` into `(12.5, "ms")`. The unit is lowercased.
+fn split_number(s: &str) -> Option<(f64, String)> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-' || c == 'e'))
+        .unwrap_or(t.len());
+    // A trailing "e" belongs to the unit ("1e" is not a number, and no unit
+    // here starts with e), so back off until the number parses.
+    let (mut num, mut unit) = t.split_at(split);
+    while !num.is_empty() && num.parse::<f64>().is_err() && num.ends_with('e') {
+        let cut = num.len() - 1;
+        num = &t[..cut];
+        unit = &t[cut..];
+    }
+    let v = num.parse::<f64>().ok()?;
+    v.is_finite().then(|| (v, unit.trim().to_string()))
+}
+
+/// Parses a duration into nanoseconds: `s`, `ms`, `us`, `ns` (tc also says
+/// `sec`, `msec`, `usec`). A unit is required, except for `0`.
+pub fn parse_duration_ns(s: &str) -> Option<u64> {
+    let (v, unit) = split_number(s)?;
+    let mult = match unit.as_str() {
+        "s" | "sec" | "secs" => 1e9,
+        "ms" | "msec" | "msecs" => 1e6,
+        "us" | "usec" | "usecs" | "µs" => 1e3,
+        "ns" | "nsec" | "nsecs" => 1.0,
+        "" if v == 0.0 => 1.0,
+        _ => return None,
+    };
+    let ns = v * mult;
+    (ns >= 0.0 && ns < 1e18).then(|| ns.round() as u64)
+}
+
+/// Parses a probability: `1%`, `0.5%`, or a bare fraction in [0, 1].
+pub fn parse_probability(s: &str) -> Option<f64> {
+    let (v, unit) = split_number(s)?;
+    let p = match unit.as_str() {
+        "%" => v / 100.0,
+        "" => v,
+        _ => return None,
+    };
+    (0.0..=1.0).contains(&p).then_some(p)
+}
+
+/// Parses a size in bytes, with tc's units: `b` or bare bytes, `k`/`kb`
+/// (1024), `m`/`mb` (1024²), `g`/`gb` (1024³), `kbit`/`mbit`/`gbit` (bits,
+/// powers of 1000).
+pub fn parse_size_bytes(s: &str) -> Option<u64> {
+    let (v, unit) = split_number(s)?;
+    let mult = match unit.as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1024.0,
+        "m" | "mb" => 1024.0 * 1024.0,
+        "g" | "gb" => 1024.0 * 1024.0 * 1024.0,
+        "kbit" => 1e3 / 8.0,
+        "mbit" => 1e6 / 8.0,
+        "gbit" => 1e9 / 8.0,
+        _ => return None,
+    };
+    let b = v * mult;
+    (b >= 0.0 && b < 1e15).then(|| b.round() as u64)
+}
+
+/// A queue limit as written: packets, bytes, or a multiple of the
+/// bandwidth-delay product (rate × RTT of the whole path).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueLimit {
+    /// At most this many packets.
+    Packets(u64),
+    /// At most this many bytes.
+    Bytes(u64),
+    /// This many BDPs (rate × round-trip propagation delay), in bytes.
+    Bdp(f64),
+}
+
+/// Parses `100pkt` (also `p`, `pkts`, `packets`), `64kb` (any size unit of
+/// [`parse_size_bytes`]) or `1bdp`/`0.5bdp`.
+pub fn parse_queue(s: &str) -> Option<QueueLimit> {
+    let (v, unit) = split_number(s)?;
+    match unit.as_str() {
+        "pkt" | "pkts" | "p" | "packet" | "packets" => {
+            (v >= 1.0 && v.fract() == 0.0 && v < 1e9).then_some(QueueLimit::Packets(v as u64))
+        }
+        "bdp" => (v > 0.0 && v < 1e6).then_some(QueueLimit::Bdp(v)),
+        "" => None, // a bare number is ambiguous: packets or bytes?
+        _ => parse_size_bytes(s)
+            .filter(|&b| b > 0)
+            .map(QueueLimit::Bytes),
+    }
+}
+
+/// Formats nanoseconds the way tc would print them (`40ms`, `1.5s`, `250us`).
+pub fn format_duration_ns(ns: u64) -> String {
+    if ns == 0 {
+        "0ms".into()
+    } else if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns % 1000 == 0 {
+        format!("{}us", ns / 1000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ns("40ms"), Some(40_000_000));
+        assert_eq!(parse_duration_ns("1.5s"), Some(1_500_000_000));
+        assert_eq!(parse_duration_ns("250us"), Some(250_000));
+        assert_eq!(parse_duration_ns("20msec"), Some(20_000_000));
+        assert_eq!(parse_duration_ns("0"), Some(0));
+        assert_eq!(parse_duration_ns(" 7 ms "), Some(7_000_000));
+        for bad in ["40", "-1ms", "ms", "fast", "1e400s", "nanms", "1.5 parsecs"] {
+            assert_eq!(parse_duration_ns(bad), None, "{bad}");
+        }
+        assert_eq!(format_duration_ns(40_000_000), "40ms");
+        assert_eq!(format_duration_ns(1_500_000_000), "1500ms");
+        assert_eq!(format_duration_ns(2_000_000_000), "2s");
+        assert_eq!(format_duration_ns(250_000), "250us");
+    }
+
+    #[test]
+    fn probabilities() {
+        assert_eq!(parse_probability("1%"), Some(0.01));
+        assert_eq!(parse_probability("0.5%"), Some(0.005));
+        assert_eq!(parse_probability("0.25"), Some(0.25));
+        assert_eq!(parse_probability("100%"), Some(1.0));
+        for bad in ["101%", "-1%", "2", "1x", ""] {
+            assert_eq!(parse_probability(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_queues() {
+        assert_eq!(parse_size_bytes("64kb"), Some(65536));
+        assert_eq!(parse_size_bytes("1500"), Some(1500));
+        assert_eq!(parse_size_bytes("1500b"), Some(1500));
+        assert_eq!(parse_size_bytes("1mbit"), Some(125_000));
+        assert_eq!(parse_size_bytes("2m"), Some(2 * 1024 * 1024));
+        assert_eq!(parse_queue("100pkt"), Some(QueueLimit::Packets(100)));
+        assert_eq!(parse_queue("64kb"), Some(QueueLimit::Bytes(65536)));
+        assert_eq!(parse_queue("1bdp"), Some(QueueLimit::Bdp(1.0)));
+        assert_eq!(parse_queue("0.5BDP"), Some(QueueLimit::Bdp(0.5)));
+        for bad in ["100", "0pkt", "1.5pkt", "0bdp", "-1bdp", "lots", "0kb"] {
+            assert_eq!(parse_queue(bad), None, "{bad}");
+        }
+    }
+}
