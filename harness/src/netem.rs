@@ -1,1 +1,604 @@
-//! Placeholder, replaced below.
+//! `netem`, the kernel backend: the link on veth between namespaces.
+//!
+//! Per direction, two qdiscs on the path of a [`Topology`]:
+//!
+//! - the **impairments** (delay, jitter, loss, duplication, reordering) as
+//!   `netem` at the root of the sending endpoint's veth (`c0` for up, `s0`
+//!   for down), with a `limit` sized to hold the whole delay line (netem's
+//!   default of 1000 packets caps throughput at 1000 packets per delay);
+//! - the **bottleneck** (rate, queue limit, AQM) at the root of the
+//!   router's egress veth towards the receiver (`rs0` for up, `rc0` for
+//!   down): `tbf` for drop-tail with a byte limit, otherwise `htb` with one
+//!   class at the rate and a leaf `bfifo`/`pfifo`, `red` or `codel`.
+//!
+//! Keeping each qdisc at a root avoids nesting a classful shaper under
+//! netem, and keeps the bottleneck queue separate from the delay line.
+//! The kernel on this project's own machines has no `sch_netem` (nor
+//! `red`, `codel`): [`probe`] finds out, and [`NetemLink::setup`] refuses
+//! with a message pointing at `--link emu`. Rate shaping (tbf/htb) works
+//! there and is tested.
+//!
+//! Differences from `emu` that the link description cannot hide: tc counts
+//! bytes on the wire (UDP payload + 28 bytes of IP/UDP + 14 of Ethernet),
+//! emu counts UDP payload; netem's jitter reorders packets, emu's does not;
+//! Linux RED has no "gentle" mode and sets its averaging weight as a power
+//! of two (chosen here as the nearest to `wq`); mahimahi traces need emu.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::bottleneck::{Sample, SampleWriter};
+use crate::link::units::format_duration_ns;
+use crate::link::{Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit};
+use crate::netns::{self, NetnsError, Topology};
+
+/// Why the netem backend cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum NetemError {
+    /// The kernel lacks a qdisc the link needs.
+    #[error("the kernel has no `{qdisc}` qdisc (sch_{qdisc} is not built or loadable), so the netem backend cannot emulate this link; use the userspace emulator instead: --link emu")]
+    MissingQdisc {
+        /// Which one.
+        qdisc: String,
+    },
+    /// The description uses something the kernel path cannot do.
+    #[error("{0}; use the userspace emulator instead: --link emu")]
+    Unsupported(String),
+    /// Namespace or tc failure.
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+}
+
+/// What the running kernel and tc support.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Caps {
+    /// `sch_netem` works.
+    pub netem: bool,
+    /// `tc ... netem seed` is understood (iproute2 ≥ 6.3).
+    pub netem_seed: bool,
+    /// `sch_red` works.
+    pub red: bool,
+    /// `sch_codel` works.
+    pub codel: bool,
+    /// `sch_tbf` works.
+    pub tbf: bool,
+    /// `sch_htb` works.
+    pub htb: bool,
+}
+
+/// Finds out which qdiscs the kernel has, by adding each to `lo` in a
+/// scratch namespace (root only; without root everything is false).
+pub fn probe() -> Caps {
+    let mut caps = Caps::default();
+    if !netns::is_root() {
+        return caps;
+    }
+    let ns = format!("{}{}-probe", netns::PREFIX, std::process::id());
+    if netns::run("ip", &["netns", "add", &ns]).is_err() {
+        return caps;
+    }
+    let try_qdisc = |args: &[&str]| {
+        let mut a = vec!["-n", &ns, "qdisc", "replace", "dev", "lo", "root"];
+        a.extend_from_slice(args);
+        let ok = netns::run("tc", &a).is_ok();
+        let _ = netns::run("tc", &["-n", &ns, "qdisc", "del", "dev", "lo", "root"]);
+        ok
+    };
+    caps.netem = try_qdisc(&["netem", "delay", "1ms"]);
+    caps.tbf = try_qdisc(&["tbf", "rate", "1mbit", "burst", "10kb", "limit", "10kb"]);
+    caps.htb = try_qdisc(&["htb"]);
+    caps.red = try_qdisc(&[
+        "red",
+        "limit",
+        "100000",
+        "avpkt",
+        "1000",
+        "bandwidth",
+        "1mbit",
+    ]);
+    caps.codel = try_qdisc(&["codel"]);
+    let _ = netns::delete(&ns);
+    // iproute2 prints netem's usage (to stderr) for "help"; look for seed.
+    if let Ok(out) = std::process::Command::new("tc")
+        .args(["qdisc", "add", "dev", "lo", "root", "netem", "help"])
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        caps.netem_seed = text.contains("seed");
+    }
+    caps
+}
+
+fn pct(p: f64) -> String {
+    format!("{}%", (p * 100.0 * 1e6).round() / 1e6)
+}
+
+fn tc_rate(bps: f64) -> String {
+    format!("{}bit", bps.round() as u64)
+}
+
+/// True if direction `d` needs netem at all.
+pub fn needs_netem(d: &DirectionSpec) -> bool {
+    d.delay_ns > 0
+        || d.jitter_ns > 0
+        || d.loss != LossModel::None
+        || d.duplicate > 0.0
+        || d.reorder > 0.0
+}
+
+/// netem's `limit` in packets: room for the whole delay line at the
+/// direction's rate with packets as small as 64 bytes, at least 1000.
+pub fn netem_limit(d: &DirectionSpec) -> u64 {
+    let line_s = (d.delay_ns + 4 * d.jitter_ns) as f64 / 1e9;
+    ((d.rate_bps / 8.0 * line_s / 64.0).ceil() as u64).max(1000)
+}
+
+/// The `tc` arguments for direction `d`'s netem qdisc on `dev` in `ns`.
+pub fn netem_args(ns: &str, dev: &str, d: &DirectionSpec, seed: Option<u64>) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    a.extend(["limit".into(), netem_limit(d).to_string()]);
+    a.extend(["delay".into(), format_duration_ns(d.delay_ns)]);
+    if d.jitter_ns > 0 {
+        a.push(format_duration_ns(d.jitter_ns));
+        if d.jitter_distribution != crate::link::JitterDistribution::Uniform {
+            a.extend(["distribution".into(), d.jitter_distribution.as_str().into()]);
+        }
+    }
+    match d.loss {
+        LossModel::None => {}
+        LossModel::Random(p) => a.extend(["loss".into(), "random".into(), pct(p)]),
+        LossModel::GilbertElliott { p, r, bad, good } => a.extend([
+            "loss".into(),
+            "gemodel".into(),
+            pct(p),
+            pct(r),
+            pct(bad),
+            pct(good),
+        ]),
+    }
+    if d.duplicate > 0.0 {
+        a.extend(["duplicate".into(), pct(d.duplicate)]);
+    }
+    if d.reorder > 0.0 {
+        a.extend(["reorder".into(), pct(d.reorder)]);
+    }
+    if let Some(s) = seed {
+        a.extend(["seed".into(), s.to_string()]);
+    }
+    a
+}
+
+/// Linux RED's EWMA weight is 2^-Wlog, and tc derives Wlog from `burst`
+/// (the smallest Wlog whose weight lets an idle queue absorb `burst`
+/// packets before the average reaches `min`). Returns the smallest burst
+/// for which tc picks the power of two nearest to `wq`.
+pub fn red_burst(min_bytes: f64, avpkt: f64, wq: f64) -> u32 {
+    let want = (1.0 / wq).log2().round().clamp(1.0, 31.0) as i32;
+    let wlog_for = |burst: f64| -> Option<i32> {
+        let a = burst + 1.0 - min_bytes / avpkt;
+        if a < 1.0 {
+            return None;
+        }
+        (1..32).find(|&w| {
+            let wgt = 1.0 / (1u64 << w) as f64;
+            a <= (1.0 - (1.0 - wgt).powf(burst)) / wgt
+        })
+    };
+    let first = (min_bytes / avpkt).ceil().max(1.0) as u32;
+    (first..first + 100_000)
+        .find(|&b| wlog_for(b as f64) == Some(want))
+        .unwrap_or(first)
+}
+
+/// The `tc` commands (argument lists) for direction `dir`'s bottleneck on
+/// the router's egress `dev` in `ns`.
+pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> Vec<Vec<String>> {
+    let d = link.dir(dir);
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    let rate = tc_rate(d.rate_bps);
+    let limit = link.queue_bytes(dir, mtu);
+    // Bucket depth: 1 ms of the rate, at least two packets.
+    let burst = ((d.rate_bps / 8.0 / 1000.0) as u64)
+        .max(2 * mtu)
+        .to_string();
+    let base = s(&[
+        "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:",
+    ]);
+    if d.aqm == Aqm::DropTail && !matches!(d.queue, QueueLimit::Packets(_)) {
+        let mut a = base;
+        a.extend(s(&[
+            "tbf",
+            "rate",
+            &rate,
+            "burst",
+            &burst,
+            "limit",
+            &limit.to_string(),
+        ]));
+        return vec![a];
+    }
+    let mut root = base;
+    root.extend(s(&["htb", "default", "1"]));
+    let class = s(&[
+        "-n", ns, "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate",
+        &rate, "ceil", &rate, "burst", &burst, "cburst", &burst,
+    ]);
+    let mut leaf = s(&[
+        "-n", ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
+    ]);
+    match (d.aqm, d.queue) {
+        (Aqm::DropTail, QueueLimit::Packets(p)) => {
+            leaf.extend(s(&["pfifo", "limit", &p.to_string()]))
+        }
+        (Aqm::DropTail, _) => leaf.extend(s(&["bfifo", "limit", &limit.to_string()])),
+        (Aqm::Red(p), _) => {
+            let avpkt = p.mean_pktsize as f64;
+            let min = p.min_th * avpkt;
+            let max = p.max_th * avpkt;
+            leaf.extend(s(&[
+                "red",
+                "limit",
+                &limit.max(max as u64 * 2).to_string(),
+                "min",
+                &(min as u64).to_string(),
+                "max",
+                &(max as u64).to_string(),
+                "avpkt",
+                &(avpkt as u64).to_string(),
+                "burst",
+                &red_burst(min, avpkt, p.wq).to_string(),
+                "probability",
+                &p.max_p.to_string(),
+                "bandwidth",
+                &rate,
+            ]))
+        }
+        (Aqm::CoDel(c), _) => {
+            let pkts = (limit / mtu).max(1);
+            leaf.extend(s(&[
+                "codel",
+                "limit",
+                &pkts.to_string(),
+                "target",
+                &format_duration_ns(c.target_ns),
+                "interval",
+                &format_duration_ns(c.interval_ns),
+                "noecn",
+            ]))
+        }
+    }
+    vec![root, class, leaf]
+}
+
+/// Where each direction's qdiscs go in a topology: (endpoint ns, endpoint
+/// dev) for netem, router dev for the shaper.
+fn placement(t: &Topology, dir: Dir) -> (&str, &'static str, &'static str) {
+    match dir {
+        Dir::Up => (&t.client, netns::CLIENT_DEV, netns::ROUTER_SERVER_DEV),
+        Dir::Down => (&t.server, netns::SERVER_DEV, netns::ROUTER_CLIENT_DEV),
+    }
+}
+
+/// The link set up on a topology; removed with it.
+pub struct NetemLink {
+    /// The namespaces (client, router, server).
+    pub topology: Topology,
+    /// The link.
+    pub link: LinkSpec,
+    /// Every tc command that was run, for the run's metadata.
+    pub commands: Vec<Vec<String>>,
+}
+
+/// Counters of one qdisc from `tc -s -j qdisc show`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QdiscStats {
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Packets sent.
+    pub packets: u64,
+    /// Drops.
+    pub drops: u64,
+    /// Bytes queued.
+    pub backlog: u64,
+    /// Packets queued.
+    pub qlen: u64,
+}
+
+/// Reads the root qdisc's counters from `tc -s -j qdisc show` output.
+pub fn parse_root_stats(json: &str) -> Option<QdiscStats> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let root = v
+        .as_array()?
+        .iter()
+        .find(|q| q.get("root").and_then(|r| r.as_bool()) == Some(true))?;
+    let n = |k: &str| root.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    Some(QdiscStats {
+        bytes: n("bytes"),
+        packets: n("packets"),
+        drops: n("drops"),
+        backlog: n("backlog"),
+        qlen: n("qlen"),
+    })
+}
+
+impl NetemLink {
+    /// Creates a topology and installs `link` on it. `caps` from [`probe`].
+    /// With `impairments = false` only the shapers are installed (for
+    /// kernels without netem, and the tbf tests).
+    pub fn setup(
+        link: &LinkSpec,
+        caps: &Caps,
+        mtu: u64,
+        impairments: bool,
+    ) -> Result<NetemLink, NetemError> {
+        for dir in [Dir::Up, Dir::Down] {
+            let d = link.dir(dir);
+            if d.trace.is_some() {
+                return Err(NetemError::Unsupported(format!(
+                    "link.{dir}.trace: mahimahi traces are emulated only by the userspace emulator"
+                )));
+            }
+            let missing = |q: &str| NetemError::MissingQdisc { qdisc: q.into() };
+            if impairments && needs_netem(d) && !caps.netem {
+                return Err(missing("netem"));
+            }
+            match d.aqm {
+                Aqm::Red(_) if !caps.red => return Err(missing("red")),
+                Aqm::CoDel(_) if !caps.codel => return Err(missing("codel")),
+                _ => {}
+            }
+        }
+        let topology = Topology::create(true)?;
+        let mut commands = Vec::new();
+        for dir in [Dir::Up, Dir::Down] {
+            let d = link.dir(dir);
+            let (ens, edev, rdev) = placement(&topology, dir);
+            let mut cmds = shaper_args(&topology.router, rdev, link, dir, mtu);
+            if impairments && needs_netem(d) {
+                let seed = caps.netem_seed.then_some(link.seed ^ dir as u64);
+                cmds.push(netem_args(ens, edev, d, seed));
+            }
+            for c in cmds {
+                let args: Vec<&str> = c.iter().map(String::as_str).collect();
+                netns::run("tc", &args)?;
+                commands.push(c);
+            }
+        }
+        Ok(NetemLink {
+            topology,
+            link: link.clone(),
+            commands,
+        })
+    }
+
+    /// The shaper's counters for one direction.
+    pub fn stats(&self, dir: Dir) -> Result<QdiscStats, NetnsError> {
+        let (_, _, rdev) = placement(&self.topology, dir);
+        let out = netns::run(
+            "tc",
+            &[
+                "-n",
+                &self.topology.router,
+                "-s",
+                "-j",
+                "qdisc",
+                "show",
+                "dev",
+                rdev,
+            ],
+        )?;
+        parse_root_stats(&out).ok_or_else(|| NetnsError::Command {
+            command: format!("tc -s -j qdisc show dev {rdev}"),
+            stderr: "no root qdisc in the output".into(),
+        })
+    }
+
+    /// Drops by the netem qdisc (random loss) of one direction.
+    pub fn netem_drops(&self, dir: Dir) -> u64 {
+        let (ens, edev, _) = placement(&self.topology, dir);
+        netns::run("tc", &["-n", ens, "-s", "-j", "qdisc", "show", "dev", edev])
+            .ok()
+            .and_then(|o| parse_root_stats(&o))
+            .map_or(0, |s| s.drops)
+    }
+
+    /// Samples both directions every `interval` into `path` (JSON lines,
+    /// the same [`Sample`] as emu) until the returned sampler is stopped.
+    pub fn start_sampler(
+        self: &Arc<Self>,
+        interval: Duration,
+        path: &Path,
+    ) -> std::io::Result<Sampler> {
+        let part = path.with_extension("jsonl.part");
+        let mut w = SampleWriter::create(&part)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (me, stop2, final_path) = (self.clone(), stop.clone(), path.to_path_buf());
+        let handle = std::thread::spawn(move || -> std::io::Result<()> {
+            let t0 = std::time::Instant::now();
+            let mut prev = [(0.0f64, QdiscStats::default(), 0u64); 2];
+            while !stop2.load(Ordering::Relaxed) {
+                std::thread::sleep(interval);
+                let t = t0.elapsed().as_secs_f64();
+                for (i, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
+                    let Ok(s) = me.stats(dir) else { continue };
+                    let nd = me.netem_drops(dir);
+                    let (pt, ps, pnd) = prev[i];
+                    let cap = me.link.dir(dir).rate_bps * (t - pt);
+                    let sent = s.bytes.saturating_sub(ps.bytes);
+                    let drops_total = s.drops + nd;
+                    w.write(&Sample {
+                        t_s: t,
+                        dir: dir.as_str().into(),
+                        interval_s: t - pt,
+                        sent_bytes: sent,
+                        sent_packets: s.packets.saturating_sub(ps.packets),
+                        utilization: if cap > 0.0 {
+                            sent as f64 * 8.0 / cap
+                        } else {
+                            0.0
+                        },
+                        queue_bytes: s.backlog,
+                        queue_packets: s.qlen,
+                        drops: drops_total.saturating_sub(ps.drops + pnd),
+                        drops_total,
+                    })?;
+                    prev[i] = (t, s, nd);
+                }
+            }
+            w.finish()?;
+            std::fs::rename(&part, &final_path)
+        });
+        Ok(Sampler {
+            stop,
+            handle: Some(handle),
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// A running netem sampler.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    /// The samples file.
+    pub path: PathBuf,
+}
+
+impl Sampler {
+    /// Stops sampling and finishes the file.
+    pub fn stop(mut self) -> std::io::Result<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(std::io::Error::other("sampler thread panicked")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::{CoDelParams, JitterDistribution, RedParams};
+    use std::path::Path;
+
+    fn line(v: &[String]) -> String {
+        v.join(" ")
+    }
+
+    fn spec(toml_text: &str) -> LinkSpec {
+        let t: toml::Table = toml::from_str(toml_text).unwrap();
+        LinkSpec::from_toml(&t, Path::new("."), "link").unwrap()
+    }
+
+    #[test]
+    fn netem_lines_cover_every_option() {
+        let l = spec("rate = \"100mbit\"\nrtt = \"40ms\"\njitter = \"2ms\"\njitter_distribution = \"pareto\"\nloss = \"1.5%\"\nduplicate = \"0.1%\"\nreorder = \"2%\"");
+        let a = netem_args("ns1", "c0", &l.up, Some(7));
+        assert_eq!(
+            line(&a),
+            "-n ns1 qdisc replace dev c0 root handle 1: netem limit 5469 delay 20ms 2ms distribution pareto loss random 1.5% duplicate 0.1% reorder 2% seed 7"
+        );
+        // limit: 100 Mbit/s × 28 ms of line / 64 B = 5469 packets.
+        let big = spec("rate = \"1gbit\"\nrtt = \"200ms\"");
+        assert_eq!(netem_limit(&big.down), 195_313);
+        let ge = spec("loss = \"ge:p=1%,r=30%,bad=90%,good=0.1%\"\njitter = \"1ms\"");
+        assert_eq!(
+            line(&netem_args("n", "s0", &ge.down, None)),
+            "-n n qdisc replace dev s0 root handle 1: netem limit 1000 delay 20ms 1ms loss gemodel 1% 30% 90% 0.1%"
+        );
+        let mut d = l.up.clone();
+        d.jitter_distribution = JitterDistribution::Uniform;
+        assert!(!line(&netem_args("n", "c0", &d, None)).contains("distribution"));
+        let clean = spec("rtt = \"0ms\"");
+        assert!(!needs_netem(&clean.up) && needs_netem(&l.up));
+    }
+
+    #[test]
+    fn shaper_lines_for_each_queue_and_aqm() {
+        let l = spec("rate = \"20mbit\"\nrtt = \"40ms\"");
+        let c = shaper_args("r", "rc0", &l, Dir::Down, 1500);
+        assert_eq!(c.len(), 1);
+        assert_eq!(
+            line(&c[0]),
+            "-n r qdisc replace dev rc0 root handle 1: tbf rate 20000000bit burst 3000 limit 100000"
+        );
+        let p = spec("rate = \"1gbit\"\nqueue = \"100pkt\"");
+        let c = shaper_args("r", "rs0", &p, Dir::Up, 1500);
+        assert_eq!(
+            line(&c[0]),
+            "-n r qdisc replace dev rs0 root handle 1: htb default 1"
+        );
+        assert_eq!(
+            line(&c[1]),
+            "-n r class replace dev rs0 parent 1: classid 1:1 htb rate 1000000000bit ceil 1000000000bit burst 125000 cburst 125000"
+        );
+        assert_eq!(
+            line(&c[2]),
+            "-n r qdisc replace dev rs0 parent 1:1 handle 10: pfifo limit 100"
+        );
+        let r = spec("aqm = \"red\"\nqueue = \"200kb\"");
+        let c = shaper_args("r", "rc0", &r, Dir::Down, 1500);
+        let RedParams { wq, .. } = RedParams::default();
+        let burst = red_burst(5000.0, 1000.0, wq);
+        assert_eq!(
+            line(&c[2]),
+            format!("-n r qdisc replace dev rc0 parent 1:1 handle 10: red limit 204800 min 5000 max 15000 avpkt 1000 burst {burst} probability 0.1 bandwidth 20000000bit")
+        );
+        let cd = spec("aqm = \"codel:target=3ms,interval=60ms\"");
+        let c = shaper_args("r", "rc0", &cd, Dir::Down, 1500);
+        assert_eq!(
+            line(&c[2]),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: codel limit 66 target 3ms interval 60ms noecn"
+        );
+        let _ = CoDelParams::default();
+        let bf = spec("queue = \"1bdp\"\naqm = \"droptail\"\n[up]\nqueue = \"50kb\"");
+        assert!(line(&shaper_args("r", "rs0", &bf, Dir::Up, 1500)[0]).ends_with("limit 51200"));
+    }
+
+    #[test]
+    fn red_burst_gives_the_nearest_power_of_two() {
+        // wq = 0.002 → Wlog 9 (1/512). Check with tc's rule directly.
+        let b = red_burst(5000.0, 1000.0, 0.002) as f64;
+        let a = b + 1.0 - 5.0;
+        let ok = |w: i32| {
+            let wgt = 1.0 / (1u64 << w) as f64;
+            a <= (1.0 - (1.0 - wgt).powf(b)) / wgt
+        };
+        assert!(ok(9) && !ok(8), "burst {b}");
+    }
+
+    #[test]
+    fn root_stats_from_tc_json() {
+        let j = r#"[{"kind":"tbf","handle":"1:","root":true,"bytes":90,"packets":1,"drops":2,"backlog":3000,"qlen":2},{"kind":"bfifo","handle":"10:","parent":"1:1","bytes":5}]"#;
+        assert_eq!(
+            parse_root_stats(j),
+            Some(QdiscStats {
+                bytes: 90,
+                packets: 1,
+                drops: 2,
+                backlog: 3000,
+                qlen: 2
+            })
+        );
+        assert_eq!(parse_root_stats("[]"), None);
+        assert_eq!(parse_root_stats("not json"), None);
+    }
+}

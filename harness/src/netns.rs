@@ -1,1 +1,393 @@
-//! Placeholder, replaced below.
+//! Network namespaces and veth pairs for runs that cross real kernel links.
+//!
+//! A [`Topology`] is three namespaces, client, router and server, joined by
+//! two veth pairs:
+//!
+//! ```text
+//!  client ns            router ns                 server ns
+//!  c0 10.201.1.2 ── rc0 10.201.1.1 | rs0 10.201.2.1 ── s0 10.201.2.2
+//! ```
+//!
+//! The `emu` backend runs its relay with sockets in the router namespace;
+//! the `netem` backend turns on IP forwarding there and puts its qdiscs on
+//! the veths. Addresses are the same in every topology, which is fine
+//! because each namespace has its own network stack; names carry the
+//! project prefix, the owning process id and a counter
+//! (`cclab-<pid>-<n>-c`), so leftovers of a killed run can be found and
+//! removed by [`cleanup`] (run automatically before each new topology, and
+//! by `cclab cleanup`). Every command is an argument list, never a shell
+//! string, and every name is validated first.
+
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, Once};
+
+/// Every namespace this project creates starts with this.
+pub const PREFIX: &str = "cclab-";
+
+/// Client-side address.
+pub const CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 1, 2);
+/// Router address facing the client.
+pub const ROUTER_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 1, 1);
+/// Router address facing the server.
+pub const ROUTER_SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 2, 1);
+/// Server-side address.
+pub const SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 2, 2);
+
+/// Interface names inside the namespaces.
+pub const CLIENT_DEV: &str = "c0";
+/// Router's interface towards the client (down-direction egress).
+pub const ROUTER_CLIENT_DEV: &str = "rc0";
+/// Router's interface towards the server (up-direction egress).
+pub const ROUTER_SERVER_DEV: &str = "rs0";
+/// Server-side interface.
+pub const SERVER_DEV: &str = "s0";
+
+/// A namespace operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    /// Not root (or without CAP_NET_ADMIN / CAP_SYS_ADMIN).
+    #[error("network namespaces need root (CAP_NET_ADMIN and CAP_SYS_ADMIN); run as root, or use the userspace emulator on loopback (--link emu)")]
+    NotRoot,
+    /// A command failed.
+    #[error("`{command}` failed: {stderr}")]
+    Command {
+        /// The command line, for the message.
+        command: String,
+        /// What it printed.
+        stderr: String,
+    },
+    /// A program could not be started.
+    #[error("cannot run `{program}`: {source} (is iproute2 installed?)")]
+    Spawn {
+        /// Which program.
+        program: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A name that is not ours or not safe.
+    #[error(
+        "invalid name `{0}`: expected letters, digits, '-' and '_' only, at most 64 characters"
+    )]
+    BadName(String),
+}
+
+/// Checks a namespace or interface name before it reaches a command line.
+pub fn validate_name(name: &str) -> Result<(), NetnsError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(NetnsError::BadName(name.to_string()))
+    }
+}
+
+/// True when running as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs a program with arguments; its stderr becomes the error.
+pub fn run(program: &str, args: &[&str]) -> Result<String, NetnsError> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| NetnsError::Spawn {
+            program: program.to_string(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(NetnsError::Command {
+            command: format!("{program} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The namespaces that exist now, by name.
+pub fn list() -> Result<Vec<String>, NetnsError> {
+    let out = run("ip", &["netns", "list"])?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect())
+}
+
+/// The process ids running inside a namespace.
+pub fn pids(ns: &str) -> Vec<i32> {
+    run("ip", &["netns", "pids", ns])
+        .map(|o| o.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence.
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// The owner pid encoded in one of our names (`cclab-<pid>-...`).
+fn owner(name: &str) -> Option<i32> {
+    name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
+}
+
+/// Kills every process in `ns`, then deletes it (which removes its veths
+/// and their qdiscs).
+pub fn delete(ns: &str) -> Result<(), NetnsError> {
+    validate_name(ns)?;
+    for pid in pids(ns) {
+        // SAFETY: sending SIGKILL to a process in a namespace we own.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    match run("ip", &["netns", "del", ns]) {
+        Ok(_) => Ok(()),
+        // Already gone: fine.
+        Err(NetnsError::Command { stderr, .. }) if stderr.contains("No such file") => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What a clean-up removed.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Cleaned {
+    /// Namespaces deleted.
+    pub namespaces: Vec<String>,
+    /// Processes killed inside them.
+    pub processes: usize,
+}
+
+/// Removes our namespaces (and everything in them). With `stale_only`,
+/// only those whose owning process is gone; otherwise all of them except
+/// this process's own.
+pub fn cleanup(stale_only: bool) -> Result<Cleaned, NetnsError> {
+    if !is_root() {
+        return Err(NetnsError::NotRoot);
+    }
+    let me = std::process::id() as i32;
+    let mut done = Cleaned::default();
+    for ns in list()? {
+        let Some(pid) = owner(&ns) else { continue };
+        if pid == me || (stale_only && pid_alive(pid)) {
+            continue;
+        }
+        done.processes += pids(&ns).len();
+        delete(&ns)?;
+        done.namespaces.push(ns);
+    }
+    Ok(done)
+}
+
+static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+static SIGNALS: Once = Once::new();
+
+/// Deletes every namespace this process has alive. Called on signals.
+pub fn cleanup_live() {
+    let names: Vec<String> = LIVE
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default();
+    for ns in names {
+        let _ = delete(&ns);
+    }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: delete this process's namespaces (with
+/// the processes in them), then exit with 128 + the signal. Call once at
+/// the start of a program that creates topologies; later calls do nothing.
+pub fn cleanup_on_signals() {
+    SIGNALS.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+            std::thread::spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    eprintln!("cclab: signal {sig}: removing namespaces and qdiscs, then stopping");
+                    cleanup_live();
+                    std::process::exit(128 + sig);
+                }
+            });
+        }
+    });
+}
+
+/// Three namespaces joined by two veth pairs; removed on drop.
+#[derive(Debug)]
+pub struct Topology {
+    /// `cclab-<pid>-<n>`.
+    pub id: String,
+    /// Client namespace.
+    pub client: String,
+    /// Router namespace.
+    pub router: String,
+    /// Server namespace.
+    pub server: String,
+    removed: bool,
+}
+
+impl Topology {
+    /// Creates the namespaces and links, after removing leftovers of dead
+    /// runs. With `forward`, the router forwards IP (the netem backend);
+    /// without, only a relay in the router connects the two sides (emu).
+    pub fn create(forward: bool) -> Result<Topology, NetnsError> {
+        if !is_root() {
+            return Err(NetnsError::NotRoot);
+        }
+        cleanup(true)?;
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let id = format!("{PREFIX}{}-{n}", std::process::id());
+        let t = Topology {
+            client: format!("{id}-c"),
+            router: format!("{id}-r"),
+            server: format!("{id}-s"),
+            id,
+            removed: false,
+        };
+        // Register before creating anything, so a signal mid-way cleans up.
+        if let Ok(mut l) = LIVE.lock() {
+            l.extend([t.client.clone(), t.router.clone(), t.server.clone()]);
+        }
+        t.build(forward)?;
+        Ok(t)
+    }
+
+    fn build(&self, forward: bool) -> Result<(), NetnsError> {
+        for ns in [&self.client, &self.router, &self.server] {
+            validate_name(ns)?;
+            run("ip", &["netns", "add", ns])?;
+            run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        // Each veth end is created directly inside its namespace, so no
+        // name ever appears in (or collides in) the root namespace.
+        let pairs = [
+            (
+                &self.client,
+                CLIENT_DEV,
+                CLIENT_IP,
+                ROUTER_CLIENT_DEV,
+                ROUTER_CLIENT_IP,
+            ),
+            (
+                &self.server,
+                SERVER_DEV,
+                SERVER_IP,
+                ROUTER_SERVER_DEV,
+                ROUTER_SERVER_IP,
+            ),
+        ];
+        for (ns, dev, ip, rdev, rip) in pairs {
+            run(
+                "ip",
+                &[
+                    "link",
+                    "add",
+                    dev,
+                    "netns",
+                    ns,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    rdev,
+                    "netns",
+                    &self.router,
+                ],
+            )?;
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", dev],
+            )?;
+            run(
+                "ip",
+                &[
+                    "-n",
+                    &self.router,
+                    "addr",
+                    "add",
+                    &format!("{rip}/24"),
+                    "dev",
+                    rdev,
+                ],
+            )?;
+            run("ip", &["-n", ns, "link", "set", dev, "up"])?;
+            run("ip", &["-n", &self.router, "link", "set", rdev, "up"])?;
+            run(
+                "ip",
+                &["-n", ns, "route", "add", "default", "via", &rip.to_string()],
+            )?;
+        }
+        if forward {
+            run(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    &self.router,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv4.ip_forward=1",
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A command that runs `program` inside namespace `ns`.
+    pub fn command(ns: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns]).arg(program);
+        c
+    }
+
+    /// Removes everything now (also done on drop).
+    pub fn remove(&mut self) -> Result<(), NetnsError> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        let mut first_err = None;
+        for ns in [&self.client, &self.router, &self.server] {
+            if let Err(e) = delete(ns) {
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Ok(mut l) = LIVE.lock() {
+            l.retain(|n| ![&self.client, &self.router, &self.server].contains(&n));
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_validated() {
+        for ok in ["cclab-12-0-c", "rc0", "a_b"] {
+            assert!(validate_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "-x", "a b", "a;rm", "a/b", &"x".repeat(65)] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
+        assert_eq!(owner("cclab-123-4-c"), Some(123));
+        assert_eq!(owner("other-123"), None);
+        assert_eq!(owner("cclab-x-1"), None);
+    }
+}
