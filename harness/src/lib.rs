@@ -9,3 +9,4 @@ pub mod emu;
 pub mod link;
 pub mod netem;
 pub mod netns;
+pub mod probe;

@@ -1,0 +1,250 @@
+//! The userspace emulator on loopback, measured with the UDP probe.
+//!
+//! Bounds here are wide enough for a shared, noisy 2-core machine; the
+//! accuracy benchmark (`make bench-link`) reports the tight figures.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use harness::bottleneck::{self, Kind};
+use harness::emu::{EmuConfig, Emulator, Route};
+use harness::link::{Dir, LinkSpec};
+use harness::probe::{self, Receiver};
+
+fn link(pairs: &[(&str, &str)]) -> LinkSpec {
+    LinkSpec::from_pairs(pairs.iter().copied(), Path::new(".")).unwrap()
+}
+
+fn lo() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+#[test]
+fn saturated_link_delivers_its_rate_and_logs_every_packet() {
+    let l = link(&[("rate", "20mbit"), ("rtt", "20ms"), ("queue", "1bdp")]);
+    let rx = Receiver::bind(None, lo()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = EmuConfig::new(
+        l.clone(),
+        vec![Route {
+            listen: lo(),
+            target: rx.local_addr(),
+        }],
+    );
+    cfg.log_dir = Some(dir.path().to_path_buf());
+    let emu = Emulator::start(cfg).unwrap();
+    // Offer 30 Mbit/s for 2 s: the queue fills and the link runs flat out.
+    let sent = probe::send(
+        None,
+        emu.listen_addrs()[0],
+        30e6,
+        1350,
+        1,
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    let arrivals = rx.finish(Duration::from_millis(200)).unwrap();
+    let report = emu.stop().unwrap();
+    let (m, _) = probe::measure(&sent, &arrivals, |_| 0);
+    let err = (m.delivered_bps - 20e6).abs() / 20e6;
+    assert!(err < 0.02, "delivered {} bit/s", m.delivered_bps);
+    // Every packet is accounted for: delivered + dropped = arrived.
+    let up = &report.up;
+    assert_eq!(up.arrived_packets, sent.packets);
+    assert_eq!(up.delivered_packets + up.drops(), up.arrived_packets);
+    assert_eq!(up.delivered_packets, m.received);
+    assert!(up.dropped[1] > 0, "the queue must overflow");
+    assert!(up.max_queue_bytes <= l.queue_bytes(Dir::Up, 1500));
+
+    // The per-packet log agrees with the counters.
+    let log = bottleneck::Reader::open(&dir.path().join("bottleneck.bin")).unwrap();
+    assert_eq!(log.header["backend"], "emu");
+    let recs: Vec<_> = log.collect();
+    let count = |k: Kind| {
+        recs.iter()
+            .filter(|r| r.kind == k as u8 && r.dir == 0)
+            .count() as u64
+    };
+    assert_eq!(count(Kind::Arrive), up.arrived_packets);
+    assert_eq!(count(Kind::Drop), up.drops());
+    assert_eq!(count(Kind::Depart), up.sent_packets);
+    assert_eq!(recs.len() as u64, report.log_records);
+    // Samples: the saturated middle of the run is at full utilization.
+    let samples = bottleneck::read_samples(&dir.path().join("bottleneck-samples.jsonl")).unwrap();
+    let busy: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.dir == "up" && s.t_s > 0.3 && s.t_s < 1.9)
+        .map(|s| s.utilization)
+        .collect();
+    assert!(busy.len() >= 10, "{} samples", busy.len());
+    for u in &busy {
+        assert!((0.9..=1.1).contains(u), "utilization {u} in {busy:?}");
+    }
+}
+
+#[test]
+fn one_way_delay_matches_the_configuration() {
+    let l = link(&[("rate", "10mbit"), ("rtt", "40ms")]);
+    let rx = Receiver::bind(None, lo()).unwrap();
+    let emu = Emulator::start(EmuConfig::new(
+        l,
+        vec![Route {
+            listen: lo(),
+            target: rx.local_addr(),
+        }],
+    ))
+    .unwrap();
+    // 2 Mbit/s offered: no standing queue, so delay = 20 ms + serialization.
+    let sent = probe::send(
+        None,
+        emu.listen_addrs()[0],
+        2e6,
+        1000,
+        1,
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let arrivals = rx.finish(Duration::from_millis(100)).unwrap();
+    drop(emu);
+    let (m, err) = probe::measure(&sent, &arrivals, |len| 20_000_000 + len as u64 * 8 * 100);
+    assert_eq!(m.received, m.sent);
+    assert!(
+        err[0].abs() < 1.0,
+        "median one-way delay error {} ms",
+        err[0]
+    );
+    assert!(
+        m.owd_ms[0] > 20.0,
+        "delay cannot be shorter than configured: {:?}",
+        m.owd_ms
+    );
+}
+
+#[test]
+fn random_loss_is_within_the_binomial_interval() {
+    let l = link(&[
+        ("rate", "50mbit"),
+        ("rtt", "2ms"),
+        ("loss", "2%"),
+        ("queue", "10bdp"),
+        ("seed", "11"),
+    ]);
+    let rx = Receiver::bind(None, lo()).unwrap();
+    let emu = Emulator::start(EmuConfig::new(
+        l,
+        vec![Route {
+            listen: lo(),
+            target: rx.local_addr(),
+        }],
+    ))
+    .unwrap();
+    let sent = probe::send(
+        None,
+        emu.listen_addrs()[0],
+        10e6,
+        500,
+        1,
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let arrivals = rx.finish(Duration::from_millis(100)).unwrap();
+    let report = emu.stop().unwrap();
+    let (m, _) = probe::measure(&sent, &arrivals, |_| 0);
+    let lost = m.sent - m.received;
+    let (lo_n, hi_n) = probe::binomial_99(m.sent, 0.02);
+    assert!(
+        (lo_n..=hi_n).contains(&(lost as f64)),
+        "{lost} lost of {}: 99% interval {lo_n:.0}..{hi_n:.0}",
+        m.sent
+    );
+    // All of it from the loss element, none from the queue.
+    assert_eq!(report.up.dropped, [lost, 0, 0, 0]);
+}
+
+#[test]
+fn flows_share_one_bottleneck_in_both_directions() {
+    let l = link(&[("rate", "10mbit"), ("rtt", "10ms"), ("queue", "2bdp")]);
+    let rx = Receiver::bind(None, lo()).unwrap();
+    let emu = Emulator::start(EmuConfig::new(
+        l,
+        vec![Route {
+            listen: lo(),
+            target: rx.local_addr(),
+        }],
+    ))
+    .unwrap();
+    let to = emu.listen_addrs()[0];
+    // Two senders at 10 Mbit/s each into a 10 Mbit/s link.
+    let a = std::thread::spawn(move || {
+        probe::send(None, to, 10e6, 1200, 1, Duration::from_secs(2)).unwrap()
+    });
+    let b = probe::send(None, to, 10e6, 1200, 1, Duration::from_secs(2)).unwrap();
+    let a = a.join().unwrap();
+    let arrivals = rx.finish(Duration::from_millis(100)).unwrap();
+    let report = emu.stop().unwrap();
+    assert_eq!(report.flows, 2);
+    let total = harness::probe::Sent {
+        packets: a.packets + b.packets,
+        ..a
+    };
+    let mut arr = arrivals;
+    arr.sort_by_key(|x| x.recv_ns);
+    let (m, _) = probe::measure(&total, &arr, |_| 0);
+    // Sequence numbers repeat across the two senders, so count bytes.
+    let err = (m.delivered_bps - 10e6).abs() / 10e6;
+    assert!(
+        err < 0.03,
+        "shared link delivered {} bit/s",
+        m.delivered_bps
+    );
+    assert_eq!(report.up.delivered_packets as usize, arr.len());
+}
+
+#[test]
+fn replies_come_back_through_the_down_direction() {
+    // A tiny echo server behind the emulator: the client's datagrams go up,
+    // the echoes come down, each way with its own delay.
+    let l = link(&[
+        ("rate", "100mbit"),
+        ("up.delay", "5ms"),
+        ("down.delay", "15ms"),
+    ]);
+    let server = std::net::UdpSocket::bind(lo()).unwrap();
+    let target = server.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = server.recv_from(&mut buf) {
+            let _ = server.send_to(&buf[..n], from);
+        }
+    });
+    let emu = Emulator::start(EmuConfig::new(
+        l,
+        vec![Route {
+            listen: lo(),
+            target,
+        }],
+    ))
+    .unwrap();
+    let client = std::net::UdpSocket::bind(lo()).unwrap();
+    client.connect(emu.listen_addrs()[0]).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut rtts = Vec::new();
+    for i in 0..20u8 {
+        let t = std::time::Instant::now();
+        client.send(&[i; 100]).unwrap();
+        let mut buf = [0u8; 200];
+        let n = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[i; 100]);
+        rtts.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let report = emu.stop().unwrap();
+    assert_eq!(
+        (report.up.delivered_packets, report.down.delivered_packets),
+        (20, 20)
+    );
+    rtts.sort_by(f64::total_cmp);
+    assert!(rtts[0] >= 20.0 && rtts[10] < 22.0, "RTTs {rtts:?}");
+}
