@@ -244,6 +244,86 @@ fn set_buffers(s: &UdpSocket) {
     }
 }
 
+/// Asks the kernel to stamp each datagram's arrival (`SO_TIMESTAMPNS`).
+fn enable_rx_timestamps(s: &UdpSocket) {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt with an int option on a valid fd.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &on as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+fn sockaddr_to_std(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match ss.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says this is a sockaddr_in.
+            let a = unsafe { &*(ss as *const _ as *const libc::sockaddr_in) };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Some(SocketAddr::new(ip.into(), u16::from_be(a.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this is a sockaddr_in6.
+            let a = unsafe { &*(ss as *const _ as *const libc::sockaddr_in6) };
+            let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Some(SocketAddr::new(ip.into(), u16::from_be(a.sin6_port)))
+        }
+        _ => None,
+    }
+}
+
+/// Receives one datagram without blocking: its length, sender, and the
+/// kernel's arrival stamp (CLOCK_REALTIME ns) when there is one.
+fn recv_stamped(
+    fd: libc::c_int,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<SocketAddr>, Option<u64>)> {
+    // SAFETY: every pointer handed to recvmsg refers to a live local of the
+    // right size; the kernel writes at most msg_controllen bytes of control
+    // data and msg_namelen bytes of address.
+    unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        let mut control = [0u64; 16];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = &mut ss as *mut _ as *mut libc::c_void;
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        let n = libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut stamp = None;
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        Ok((n as usize, sockaddr_to_std(&ss), stamp))
+    }
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
 struct Flow {
     route: usize,
     client: SocketAddr,
@@ -306,6 +386,7 @@ fn run(
                 })?;
                 s.set_nonblocking(true)?;
                 set_buffers(&s);
+                enable_rx_timestamps(&s);
                 Ok(s)
             })
             .collect()
@@ -373,6 +454,10 @@ fn run(
     let mut last_sample: [(u64, Counters); 2] = Default::default();
     let mut no_sink = NoSink;
     let mut sink_err: Option<EmuError> = None;
+    let mut last_arrival = [0u64; 2];
+    // CLOCK_REALTIME − CLOCK_MONOTONIC, to move kernel stamps onto our clock;
+    // refreshed at every sample in case the wall clock is slewed.
+    let mut real_minus_mono = realtime_ns().saturating_sub(monotonic_ns());
 
     macro_rules! sink {
         () => {
@@ -446,6 +531,7 @@ fn run(
                 *s = snap;
             }
             next_sample = t + interval;
+            real_minus_mono = realtime_ns().saturating_sub(monotonic_ns());
         }
         // Wait for the next event or a datagram.
         if rebuild {
@@ -499,20 +585,33 @@ fn run(
                 continue;
             }
             for _ in 0..256 {
-                let got = if k < nl {
-                    listeners[k].recv_from(&mut buf)
-                } else {
-                    flows[k - nl]
-                        .upstream
-                        .recv(&mut buf)
-                        .map(|n| (n, flows[k - nl].client))
-                };
-                let (len, from) = match got {
+                let (len, from, stamp) = match recv_stamped(pollfds[k].fd, &mut buf) {
                     Ok(x) => x,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(_) => break, // ICMP errors (no server yet) surface here
+                    // WouldBlock, or an ICMP error (no server yet) surfacing here.
+                    Err(_) => break,
                 };
-                let t = now();
+                let from = if k < nl {
+                    match from {
+                        Some(f) => f,
+                        None => continue,
+                    }
+                } else {
+                    flows[k - nl].client
+                };
+                // The kernel's arrival stamp, moved onto our clock, so the
+                // packet enters the link when it arrived, not when this
+                // thread woke up; never before an earlier arrival.
+                let t_now = now();
+                let dir_idx = usize::from(k >= nl);
+                let t = stamp
+                    .map(|st| {
+                        st.saturating_sub(real_minus_mono)
+                            .saturating_sub(start_mono)
+                    })
+                    .filter(|&st| st <= t_now && t_now - st < 100_000_000)
+                    .unwrap_or(t_now)
+                    .max(last_arrival[dir_idx]);
+                last_arrival[dir_idx] = t;
                 let (dir, flow) = if k < nl {
                     let id = match by_client.get(&(k, from)) {
                         Some(&id) => id,
@@ -530,6 +629,7 @@ fn run(
                             up.connect(target)?;
                             up.set_nonblocking(true)?;
                             set_buffers(&up);
+                            enable_rx_timestamps(&up);
                             let id = flows.len() as u16;
                             flows.push(Flow {
                                 route: k,
