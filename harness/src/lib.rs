@@ -5,6 +5,7 @@
 //! Scenarios, runs, sweeps and reports are not implemented yet.
 
 pub mod bottleneck;
+pub mod cli;
 pub mod emu;
 pub mod link;
 pub mod netem;

@@ -561,7 +561,7 @@ fn run(
             .min(next_sample)
             .min(t + MAX_SLEEP_NS);
         let wait = next.saturating_sub(t);
-        let sleep = if wait > SPIN_NS { wait - SPIN_NS } else { 0 };
+        let sleep = wait.saturating_sub(SPIN_NS);
         let ts = libc::timespec {
             tv_sec: (sleep / 1_000_000_000) as libc::time_t,
             tv_nsec: (sleep % 1_000_000_000) as libc::c_long,

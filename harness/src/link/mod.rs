@@ -182,7 +182,7 @@ impl LossModel {
             .or_else(|| t.strip_prefix("gilbert-elliott:"))
         else {
             return match parse_probability(t) {
-                Some(p) if p == 0.0 => Ok(LossModel::None),
+                Some(0.0) => Ok(LossModel::None),
                 Some(p) => Ok(LossModel::Random(p)),
                 None => Err(err(field, format!("`{s}` is not {}", Self::ALLOWED))),
             };
@@ -333,7 +333,7 @@ impl Aqm {
                 if p.max_th <= p.min_th || p.min_th <= 0.0 {
                     return Err(err(field, format!("`{s}`: RED needs 0 < min_th < max_th (packets), got min_th={} max_th={}", p.min_th, p.max_th)));
                 }
-                if !(p.max_p > 0.0 && p.max_p <= 1.0) || !(p.wq > 0.0 && p.wq < 1.0) {
+                if !(p.max_p > 0.0 && p.max_p <= 1.0 && p.wq > 0.0 && p.wq < 1.0) {
                     return Err(err(
                         field,
                         format!("`{s}`: RED needs 0 < max_p <= 1 and 0 < wq < 1"),
@@ -750,7 +750,7 @@ fn apply_direction(
     }
     if let Some((s, f)) = get("rate")? {
         d.rate_bps = parse_rate(&s)
-            .filter(|&r| r >= 1000.0 && r <= 1e11)
+            .filter(|&r| (1000.0..=1e11).contains(&r))
             .ok_or_else(|| {
                 err(&f, format!("`{s}` is not a rate between 1kbit and 100gbit, such as 20mbit, 500kbit or 1gbit"))
             })?;

@@ -35,7 +35,7 @@ pub fn parse_duration_ns(s: &str) -> Option<u64> {
         _ => return None,
     };
     let ns = v * mult;
-    (ns >= 0.0 && ns < 1e18).then(|| ns.round() as u64)
+    (0.0..1e18).contains(&ns).then(|| ns.round() as u64)
 }
 
 /// Parses a probability: `1%`, `0.5%`, or a bare fraction in [0, 1].
@@ -65,7 +65,7 @@ pub fn parse_size_bytes(s: &str) -> Option<u64> {
         _ => return None,
     };
     let b = v * mult;
-    (b >= 0.0 && b < 1e15).then(|| b.round() as u64)
+    (0.0..1e15).contains(&b).then(|| b.round() as u64)
 }
 
 /// A queue limit as written: packets, bytes, or a multiple of the
@@ -101,11 +101,11 @@ pub fn parse_queue(s: &str) -> Option<QueueLimit> {
 pub fn format_duration_ns(ns: u64) -> String {
     if ns == 0 {
         "0ms".into()
-    } else if ns % 1_000_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
+    } else if ns.is_multiple_of(1_000_000) {
         format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
+    } else if ns.is_multiple_of(1000) {
         format!("{}us", ns / 1000)
     } else {
         format!("{ns}ns")
