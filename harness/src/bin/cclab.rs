@@ -32,7 +32,7 @@ enum Cmd {
     /// Run the userspace link emulator as a UDP relay until Ctrl-C (or
     /// --duration): clients send to --listen, the emulator forwards to
     /// --target and back, through the emulated bottleneck.
-    Emu(EmuArgs),
+    Emu(Box<EmuArgs>),
     /// Inspect link descriptions and the kernel's link support.
     Link {
         #[command(subcommand)]
@@ -109,7 +109,7 @@ fn bad_input(msg: impl std::fmt::Display) -> ! {
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
-        Cmd::Emu(a) => emu(a),
+        Cmd::Emu(a) => emu(*a),
         Cmd::Link { cmd } => link(cmd),
         Cmd::Cleanup { all, json } => cleanup(all, json),
     };
