@@ -248,3 +248,145 @@ fn replies_come_back_through_the_down_direction() {
     rtts.sort_by(f64::total_cmp);
     assert!(rtts[0] >= 20.0 && rtts[10] < 22.0, "RTTs {rtts:?}");
 }
+
+/// Saturates a link with `pairs` for `secs` and returns the per-packet log
+/// and the report.
+fn saturate(
+    pairs: &[(&str, &str)],
+    offered: f64,
+    size: usize,
+    secs: f64,
+) -> (
+    Vec<bottleneck::Record>,
+    harness::emu::EmuReport,
+    probe::Measured,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let l = LinkSpec::from_pairs(pairs.iter().copied(), dir.path()).unwrap();
+    let rx = Receiver::bind(None, lo()).unwrap();
+    let mut cfg = EmuConfig::new(
+        l,
+        vec![Route {
+            listen: lo(),
+            target: rx.local_addr(),
+        }],
+    );
+    cfg.log_dir = Some(dir.path().to_path_buf());
+    let emu = Emulator::start(cfg).unwrap();
+    let sent = probe::send(
+        None,
+        emu.listen_addrs()[0],
+        offered,
+        size,
+        1,
+        Duration::from_secs_f64(secs),
+    )
+    .unwrap();
+    let arrivals = rx.finish(Duration::from_millis(200)).unwrap();
+    let report = emu.stop().unwrap();
+    let recs = bottleneck::Reader::open(&dir.path().join("bottleneck.bin"))
+        .unwrap()
+        .collect();
+    (recs, report, probe::measure(&sent, &arrivals, |_| 0).0)
+}
+
+#[test]
+fn a_mahimahi_trace_sets_the_capacity() {
+    // 2 opportunities per ms for 50 ms, then none for 50 ms: a mean of
+    // 12 Mbit/s in 100 ms periods of 24 and 0 Mbit/s.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for ms in 1..=50 {
+        text += &format!("{ms}\n{ms}\n");
+    }
+    text += "100\n";
+    let path = dir.path().join("onoff.trace");
+    std::fs::write(&path, text).unwrap();
+    let trace = path.to_str().unwrap().to_string();
+    let l = LinkSpec::from_pairs(
+        [
+            ("trace", trace.as_str()),
+            ("rtt", "10ms"),
+            ("queue", "200kb"),
+        ],
+        Path::new("."),
+    )
+    .unwrap();
+    assert!(
+        (l.down.rate_bps - 12.12e6).abs() < 1e3,
+        "{}",
+        l.down.rate_bps
+    );
+    let (recs, report, m) = saturate(
+        &[("trace", &trace), ("rtt", "10ms"), ("queue", "200kb")],
+        20e6,
+        1000,
+        2.0,
+    );
+    // 101 opportunities of 1500 B per 100 ms = 12.12 Mbit/s, all used.
+    assert!(
+        (m.delivered_bps - 12.12e6).abs() / 12.12e6 < 0.03,
+        "{}",
+        m.delivered_bps
+    );
+    // Departures only in the "on" half of each period.
+    let off = recs
+        .iter()
+        .filter(|r| r.kind == bottleneck::Kind::Depart as u8)
+        .filter(|r| {
+            let ms_in_period = (r.t_ns / 1_000_000) % 100;
+            ms_in_period > 50 && ms_in_period < 99
+        })
+        .count();
+    assert_eq!(off, 0);
+    assert!(report.up.dropped[1] > 0);
+}
+
+fn mean_sojourn_ms_after(recs: &[bottleneck::Record], t_ns: u64) -> f64 {
+    let s: Vec<f64> = recs
+        .iter()
+        .filter(|r| r.kind == bottleneck::Kind::Depart as u8 && r.t_ns > t_ns)
+        .map(|r| r.sojourn_ns as f64 / 1e6)
+        .collect();
+    s.iter().sum::<f64>() / s.len().max(1) as f64
+}
+
+#[test]
+fn codel_and_red_keep_the_queue_shorter_than_droptail() {
+    // An unresponsive 10% overload (UDP does not back off): drop-tail fills
+    // its 500 packets; RED drops early from the average; CoDel's drop rate
+    // climbs as √count until it matches the excess, then holds the queue.
+    let base = [("rate", "10mbit"), ("rtt", "20ms"), ("queue", "500pkt")];
+    let run = |aqm: &str| {
+        let mut p = base.to_vec();
+        p.push(("aqm", aqm));
+        saturate(&p, 11e6, 1000, 4.0)
+    };
+    let (tail, tail_r, _) = run("droptail");
+    let (codel, codel_r, codel_m) = run("codel");
+    let (red, red_r, _) = run("red");
+    let last = 3_000_000_000;
+    let (t, c, r) = (
+        mean_sojourn_ms_after(&tail, last),
+        mean_sojourn_ms_after(&codel, last),
+        mean_sojourn_ms_after(&red, last),
+    );
+    eprintln!(
+        "mean sojourn in the last second: droptail {t:.1} ms, codel {c:.1} ms, red {r:.1} ms"
+    );
+    // Drop-tail: 1 Mbit/s of excess for 3 s is 375 kB, about 300 ms of queue.
+    assert!(t > 200.0, "drop-tail sojourn {t} ms");
+    assert_eq!(tail_r.up.dropped[2..], [0, 0]);
+    assert!(c < t / 3.0, "codel sojourn {c} ms vs drop-tail {t} ms");
+    assert!(codel_r.up.dropped[3] > 0 && codel_r.up.dropped[1] == 0);
+    // CoDel drops only the excess: the link stays busy.
+    assert!(
+        (codel_m.delivered_bps - 10e6).abs() / 10e6 < 0.03,
+        "{}",
+        codel_m.delivered_bps
+    );
+    // RED (min_th 5, max_th 15 packets, gentle) holds the average under
+    // 2·max_th = 30 packets of 1000 B, 24 ms at 10 Mbit/s.
+    assert!(r < 30.0, "red sojourn {r} ms");
+    assert!(red_r.up.dropped[2] > 0);
+}
