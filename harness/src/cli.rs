@@ -94,6 +94,15 @@ impl LinkArgs {
             ("aqm", &self.aqm),
             ("trace", &self.trace),
         ];
+        for (a, b) in [("rtt", "delay"), ("rate", "trace")] {
+            let given = |k: &str| flags.iter().any(|(f, v)| *f == k && v.is_some());
+            if given(a) && given(b) {
+                return Err(LinkError {
+                    field: format!("link.{a}"),
+                    problem: format!("give either --{a} or --{b}, not both"),
+                });
+            }
+        }
         for (k, v) in flags {
             if let Some(v) = v {
                 // A flag replaces whatever the file said, including its
