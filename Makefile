@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test demo bench bench-loopback lint clean
+.PHONY: all bootstrap build test demo bench bench-link bench-loopback lint clean
 
 all: build
 
@@ -26,6 +26,10 @@ demo: bootstrap
 
 bench: bootstrap
 	$(CARGO) bench -p cc-algorithms --bench events
+
+# The userspace emulator's accuracy and top rate, measured with a UDP probe.
+bench-link: bootstrap
+	$(CARGO) run --release -p harness --example emu-accuracy
 
 # Unshaped 1 GB loopback download: goodput, CPU and RSS of both ends.
 bench-loopback: bootstrap

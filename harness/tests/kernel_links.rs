@@ -321,3 +321,26 @@ fn sigint_stops_cleanly() {
     assert!(dir.path().join("bottleneck.bin").exists());
     assert!(dir.path().join("bottleneck-samples.jsonl").exists());
 }
+
+#[test]
+fn a_panic_still_removes_the_namespaces() {
+    if !root_or_skip("a_panic_still_removes_the_namespaces") {
+        return;
+    }
+    let names = std::thread::spawn(|| {
+        let t = Topology::create(false).unwrap();
+        let names = [t.client.clone(), t.router.clone(), t.server.clone()];
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _t = t;
+            panic!("a run failed half way");
+        }))
+        .unwrap_err();
+        names
+    })
+    .join()
+    .unwrap();
+    let now = netns::list().unwrap();
+    for n in names {
+        assert!(!now.contains(&n), "{n} survived the panic");
+    }
+}
