@@ -14,7 +14,10 @@
 pub mod analysis;
 pub mod event;
 pub mod input;
+pub mod plot;
+pub mod qvis;
 pub mod reader;
+pub mod series;
 pub mod summary;
 pub mod units;
 

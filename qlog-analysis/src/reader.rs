@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 use crate::event::{parse_moved, parse_state, Kind, Metrics, Packet};
 
 /// Facts about one trace (one connection's log).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct TraceInfo {
     /// Index of the trace in its file.
     pub index: usize,
@@ -39,6 +39,24 @@ pub struct TraceInfo {
     pub vantage_point: String,
     /// Title or description, if any.
     pub title: String,
+    /// Multiply the file's RTT values by this for ms (0.001 for `us` drafts).
+    pub rtt_to_ms: f64,
+    /// Multiply the file's pacing rates by this for bit/s (8 for quiche 0.30).
+    pub pacing_to_bps: f64,
+}
+
+impl Default for TraceInfo {
+    fn default() -> Self {
+        TraceInfo {
+            index: 0,
+            format: String::new(),
+            qlog_version: String::new(),
+            vantage_point: "unknown".into(),
+            title: String::new(),
+            rtt_to_ms: 1.0,
+            pacing_to_bps: 1.0,
+        }
+    }
 }
 
 /// The parsed content of an event, for the kinds the analysis uses.
@@ -395,6 +413,8 @@ fn header_info(ctx: &mut Ctx, rec: &SeqRecord) {
         },
         qlog_version: version,
         vantage_point: vp.to_string(),
+        rtt_to_ms: ctx.clock.to_ms,
+        pacing_to_bps: ctx.clock.pacing_to_bps,
         title: rec
             .title
             .clone()
@@ -458,6 +478,8 @@ fn read_records(
         if !saw_header {
             saw_header = true;
             ctx.info.format = "qlog-json-seq-without-header".into();
+            ctx.info.rtt_to_ms = 1.0;
+            ctx.info.pacing_to_bps = 1.0;
         }
         let full;
         let ev_name: &str = match (&rec.name, &rec.category, &rec.event) {
@@ -733,6 +755,8 @@ impl TraceSeed<'_, '_> {
             qlog_version: version.to_string(),
             vantage_point: layout.vantage.clone().unwrap_or_else(|| "unknown".into()),
             title: layout.title.clone().unwrap_or_default(),
+            rtt_to_ms: if layout.time_units_us { 0.001 } else { 1.0 },
+            pacing_to_bps: 1.0,
         };
         ctx.clock = Clock::new(if layout.time_units_us { 0.001 } else { 1.0 });
         match layout.time_format.as_deref() {

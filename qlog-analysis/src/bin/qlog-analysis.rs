@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use qlog_analysis::analysis::Analyzer;
 use qlog_analysis::summary::{aggregate, summarize_file, FileSummary};
 
 #[derive(Parser)]
@@ -33,6 +34,40 @@ enum Cmd {
         #[arg(long, default_value_t = 0.1)]
         bin: f64,
     },
+    /// Every series of one file as CSV (long format: trace,series,t_s,value,label).
+    Series {
+        /// The qlog file.
+        file: PathBuf,
+        /// CSV on standard output (the only format; the flag is accepted for clarity).
+        #[arg(long)]
+        csv: bool,
+        /// Goodput bin width in seconds.
+        #[arg(long, default_value_t = 0.1)]
+        bin: f64,
+    },
+    /// PNG and SVG plots of cwnd, RTT and goodput, flows overlaid.
+    Plot {
+        /// qlog files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output directory.
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Goodput bin width in seconds.
+        #[arg(long, default_value_t = 0.1)]
+        bin: f64,
+    },
+    /// Convert to qlog 0.3 JSON that qvis opens.
+    Qvis {
+        /// The qlog file (any flavour).
+        input: PathBuf,
+        /// The output file.
+        #[arg(short = 'o', long = "out")]
+        output: PathBuf,
+        /// Print what was done as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() {
@@ -62,17 +97,107 @@ fn parse_rate(s: &str) -> f64 {
         })
 }
 
+fn check_bin(bin: f64) {
+    if !(bin > 0.0 && bin.is_finite()) {
+        bad_input(format!("--bin: {bin} is not a positive number of seconds"));
+    }
+}
+
+fn analyse(
+    path: &std::path::Path,
+    bin: f64,
+) -> anyhow::Result<(Analyzer, qlog_analysis::ReadStats)> {
+    let mut a = Analyzer::new(bin, true);
+    let stats = qlog_analysis::read_file(path, &mut a)?;
+    if stats.skipped > 0 {
+        eprintln!(
+            "qlog-analysis: {}: skipped {} malformed record(s){}; first: {}",
+            path.display(),
+            stats.skipped,
+            if stats.truncated {
+                ", file truncated"
+            } else {
+                ""
+            },
+            stats.first_problem.as_deref().unwrap_or("")
+        );
+    }
+    Ok((a, stats))
+}
+
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.cmd {
+        Cmd::Series { file, csv: _, bin } => {
+            check_bin(bin);
+            let (a, _) = analyse(&file, bin)?;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            qlog_analysis::series::write_csv_header(&mut out)?;
+            for (i, c) in a.connections.iter().enumerate() {
+                qlog_analysis::series::write_csv(&mut out, i, c)?;
+            }
+            use std::io::Write;
+            out.flush()?;
+            Ok(0)
+        }
+        Cmd::Plot { files, out, bin } => {
+            check_bin(bin);
+            let mut analysed = Vec::new();
+            for f in &files {
+                let (a, _) = analyse(f, bin)?;
+                let stem = f
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let short: String = stem.chars().take(24).collect();
+                analysed.push((short, a));
+            }
+            let mut flows = Vec::new();
+            for (name, a) in &analysed {
+                for (i, c) in a.connections.iter().enumerate() {
+                    let label = if a.connections.len() > 1 {
+                        format!("{name}#{i}")
+                    } else {
+                        name.clone()
+                    };
+                    flows.push(qlog_analysis::plot::Flow { label, conn: c });
+                }
+            }
+            for p in qlog_analysis::plot::plot_all(&flows, &out)? {
+                println!("{}", p.display());
+            }
+            Ok(0)
+        }
+        Cmd::Qvis {
+            input,
+            output,
+            json,
+        } => {
+            let done = qlog_analysis::qvis::export(&input, &output)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&done)?);
+            } else {
+                println!(
+                    "{}: {} trace(s), {} events{}",
+                    output.display(),
+                    done.traces,
+                    done.events,
+                    if done.read.skipped > 0 {
+                        format!(" ({} malformed record(s) skipped)", done.read.skipped)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            Ok(0)
+        }
         Cmd::Summary {
             files,
             json,
             capacity,
             bin,
         } => {
-            if !(bin > 0.0 && bin.is_finite()) {
-                bad_input(format!("--bin: {bin} is not a positive number of seconds"));
-            }
+            check_bin(bin);
             let capacity = capacity.as_deref().map(parse_rate);
             let mut all: Vec<FileSummary> = Vec::new();
             let mut failed = false;
