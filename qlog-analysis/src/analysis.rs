@@ -338,6 +338,7 @@ impl Connection {
         if let Some(l) = m.latest_rtt_ms {
             if !self.rtt_from_latest {
                 self.rtt = LogHistogram::default();
+                self.counts.rtt_samples = 0;
                 self.rtt_from_latest = true;
             }
             self.rtt.add(l);

@@ -19,6 +19,7 @@ pub mod qvis;
 pub mod reader;
 pub mod series;
 pub mod summary;
+pub mod synth;
 pub mod units;
 
 pub use event::{Kind, Metrics, Packet};

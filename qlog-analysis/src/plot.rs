@@ -147,10 +147,6 @@ fn lighter(c: RGBColor, f: f64) -> RGBColor {
     RGBColor(m(c.0), m(c.1), m(c.2))
 }
 
-fn scaled(pts: &[(f64, f64)], k: f64) -> Vec<(f64, f64)> {
-    pts.iter().map(|&(t, v)| (t, v * k)).collect()
-}
-
 /// A value holds until the next update: draw it as steps, not slopes.
 fn steps(pts: &[(f64, f64)], k: f64) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(pts.len() * 2);

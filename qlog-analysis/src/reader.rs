@@ -390,8 +390,10 @@ fn header_info(ctx: &mut Ctx, rec: &SeqRecord) {
         .and_then(|v| v.as_str());
     ctx.clock = Clock::new(1.0);
     ctx.clock.delta = time_format == Some("delta");
-    if time_format == Some("relative") {
-        ctx.clock.absolute = Some(false);
+    match time_format {
+        Some("relative") => ctx.clock.absolute = Some(false),
+        Some("absolute") => ctx.clock.absolute = Some(true),
+        _ => {}
     }
     // quiche 0.30 (new drafts: a file_schema, no qlog_version) logs pacing
     // rates in bytes per second; the qlog drafts say bits per second.
