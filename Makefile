@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test demo bench bench-link bench-loopback lint clean
+.PHONY: all bootstrap build test demo bench bench-link bench-qlog bench-loopback lint clean
 
 all: build
 
@@ -30,6 +30,10 @@ bench: bootstrap
 # The userspace emulator's accuracy and top rate, measured with a UDP probe.
 bench-link: bootstrap
 	$(CARGO) run --release -p harness --example emu-accuracy
+
+# qlog-analysis summary against jq on a 520 MB quiche-format file.
+bench-qlog: bootstrap
+	./scripts/bench-qlog.sh
 
 # Unshaped 1 GB loopback download: goodput, CPU and RSS of both ends.
 bench-loopback: bootstrap

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the system packages the build needs when they are missing:
 # libclang-dev (bindgen for BoringSSL's bindings), cmake (BoringSSL's build),
-# patch (applying our quiche patch). Quiet when everything is present.
+# patch (applying our quiche patch), jq (the qlog benchmark compares with it)
+# and fonts-dejavu-core (labels in qlog-analysis plots). Quiet when everything
+# is present.
 set -euo pipefail
 
 need=()
-for pkg in libclang-dev cmake patch; do
+for pkg in libclang-dev cmake patch jq fonts-dejavu-core; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
         need+=("$pkg")
 done

@@ -83,6 +83,8 @@ fn ensure_font() -> Result<(), PlotError> {
 }
 
 type Line<'a> = (String, &'a [(f64, f64)], RGBColor, u32);
+/// A line owning its points: label, points, colour, width.
+type OwnedLine = (String, Vec<(f64, f64)>, RGBColor, u32);
 
 fn extent(lines: &[Line]) -> (f64, f64, f64) {
     let mut x1: f64 = 0.0;
@@ -171,13 +173,8 @@ pub fn plot_all(flows: &[Flow], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
         let c = Palette99::pick(i).to_rgba();
         RGBColor(c.0, c.1, c.2)
     };
-    let mut owned: Vec<(String, Vec<(f64, f64)>, RGBColor, u32)> = Vec::new();
-    let mut charts: Vec<(
-        &str,
-        &str,
-        &str,
-        Vec<(String, Vec<(f64, f64)>, RGBColor, u32)>,
-    )> = Vec::new();
+    let mut owned: Vec<OwnedLine> = Vec::new();
+    let mut charts: Vec<(&str, &str, &str, Vec<OwnedLine>)> = Vec::new();
     // cwnd, bytes in flight, ssthresh (kB).
     for (i, f) in flows.iter().enumerate() {
         let s = &f.conn.series;

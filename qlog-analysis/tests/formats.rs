@@ -226,8 +226,16 @@ fn qvis_export_of_a_microsecond_draft_converts_rtts() {
     assert!(evs.iter().any(|e| e["name"] == "recovery:packet_lost"));
 }
 
+fn fuzz_cases() -> u32 {
+    // FUZZ_CASES=1000000 for a long run (see the README).
+    std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: fuzz_cases(), ..ProptestConfig::default() })]
 
     /// Random bytes: an error or a result, never a panic.
     #[test]
