@@ -133,6 +133,8 @@ pub struct Report {
     pub srtt_ms: f64,
     /// The client's qlog file, if written.
     pub qlog: Option<PathBuf>,
+    /// The server's connection id (hex): its qlog is `server-<peer_cid>.sqlog`.
+    pub peer_cid: String,
     /// Why the transfer did not complete.
     pub error: Option<String>,
     /// Periodic reports.
@@ -421,6 +423,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
             _ => "the transfer did not finish".to_string(),
         });
     }
+    let peer_cid = endpoint::hex(conn.destination_id().as_ref());
     drop(conn);
     Ok(Report {
         url: cfg.url.to_string(),
@@ -440,6 +443,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         lost_packets: stats.lost as u64,
         srtt_ms,
         qlog,
+        peer_cid,
         error,
         intervals,
     })
