@@ -11,3 +11,4 @@ pub mod link;
 pub mod netem;
 pub mod netns;
 pub mod probe;
+pub mod scenario;
