@@ -6,9 +6,12 @@
 
 pub mod bottleneck;
 pub mod cli;
+pub mod cross;
 pub mod emu;
 pub mod link;
 pub mod netem;
 pub mod netns;
 pub mod probe;
+pub mod report;
+pub mod run;
 pub mod scenario;

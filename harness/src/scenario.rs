@@ -113,9 +113,25 @@ pub struct Scenario {
     pub cross: Vec<CrossSpec>,
 }
 
-const TOP: &[&str] = &["name", "duration", "repetitions", "seed", "link", "flows", "cross"];
+const TOP: &[&str] = &[
+    "name",
+    "duration",
+    "repetitions",
+    "seed",
+    "link",
+    "flows",
+    "cross",
+];
 const FLOW: &[&str] = &["cc", "direction", "start", "size", "duration", "count"];
-const CROSS: &[&str] = &["rate", "direction", "start", "duration", "on", "off", "packet_size"];
+const CROSS: &[&str] = &[
+    "rate",
+    "direction",
+    "start",
+    "duration",
+    "on",
+    "off",
+    "packet_size",
+];
 
 struct Ctx<'a> {
     source: &'a str,
@@ -135,26 +151,45 @@ impl Ctx<'_> {
             toml::Value::String(s) => Ok(s.clone()),
             toml::Value::Integer(i) => Ok(i.to_string()),
             toml::Value::Float(f) => Ok(f.to_string()),
-            other => Err(self.err(field, format!("expected a string or number, got {}", other.type_str()))),
+            other => Err(self.err(
+                field,
+                format!("expected a string or number, got {}", other.type_str()),
+            )),
         }
     }
 
     fn duration(&self, field: &str, v: &toml::Value) -> Result<u64, ScenarioError> {
         let s = self.text(field, v)?;
-        parse_duration_ns(&s).ok_or_else(|| self.err(field, format!("`{s}` is not a time such as 30s, 500ms or 1.5s")))
+        parse_duration_ns(&s).ok_or_else(|| {
+            self.err(
+                field,
+                format!("`{s}` is not a time such as 30s, 500ms or 1.5s"),
+            )
+        })
     }
 
     fn count(&self, field: &str, v: &toml::Value, max: i64) -> Result<u32, ScenarioError> {
         match v {
             toml::Value::Integer(i) if *i >= 1 && *i <= max => Ok(*i as u32),
-            _ => Err(self.err(field, format!("`{v}` is not a whole number from 1 to {max}"))),
+            _ => Err(self.err(
+                field,
+                format!("`{v}` is not a whole number from 1 to {max}"),
+            )),
         }
     }
 
-    fn check_keys(&self, prefix: &str, t: &toml::Table, allowed: &[&str]) -> Result<(), ScenarioError> {
+    fn check_keys(
+        &self,
+        prefix: &str,
+        t: &toml::Table,
+        allowed: &[&str],
+    ) -> Result<(), ScenarioError> {
         for k in t.keys() {
             if !allowed.contains(&k.as_str()) {
-                return Err(self.err(&format!("{prefix}{k}"), format!("unknown field; allowed: {}", allowed.join(", "))));
+                return Err(self.err(
+                    &format!("{prefix}{k}"),
+                    format!("unknown field; allowed: {}", allowed.join(", ")),
+                ));
             }
         }
         Ok(())
@@ -200,7 +235,10 @@ impl Scenario {
             field: "(file)".into(),
             problem: format!("cannot read: {e}"),
         })?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        let base = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
         Scenario::parse(&text, &source, &base)
     }
 
@@ -208,7 +246,8 @@ impl Scenario {
     /// relative trace paths.
     pub fn parse(text: &str, source: &str, base: &Path) -> Result<Scenario, ScenarioError> {
         let cx = Ctx { source };
-        let t: toml::Table = toml::from_str(text).map_err(|e| cx.err("(file)", format!("not valid TOML: {}", e.message())))?;
+        let t: toml::Table = toml::from_str(text)
+            .map_err(|e| cx.err("(file)", format!("not valid TOML: {}", e.message())))?;
         Scenario::from_table(&t, &cx, base)
     }
 
@@ -244,12 +283,15 @@ impl Scenario {
         if !link_table.contains_key("seed") {
             link_table.insert("seed".into(), toml::Value::Integer(s.seed as i64));
         }
-        s.link = LinkSpec::from_toml(&link_table, base, "link").map_err(|e| link_err(cx.source, e))?;
+        s.link =
+            LinkSpec::from_toml(&link_table, base, "link").map_err(|e| link_err(cx.source, e))?;
         match t.get("flows") {
             Some(toml::Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
                     let p = format!("flows[{i}].");
-                    let ft = item.as_table().ok_or_else(|| cx.err(&format!("flows[{i}]"), "expected a table ([[flows]])"))?;
+                    let ft = item.as_table().ok_or_else(|| {
+                        cx.err(&format!("flows[{i}]"), "expected a table ([[flows]])")
+                    })?;
                     s.flows.push(parse_flow(ft, cx, &p, s.duration_ns)?);
                 }
             }
@@ -260,10 +302,14 @@ impl Scenario {
             return Err(cx.err("flows", "a scenario needs at least one flow"));
         }
         if let Some(v) = t.get("cross") {
-            let items = v.as_array().ok_or_else(|| cx.err("cross", "expected an array of tables ([[cross]])"))?;
+            let items = v
+                .as_array()
+                .ok_or_else(|| cx.err("cross", "expected an array of tables ([[cross]])"))?;
             for (i, item) in items.iter().enumerate() {
                 let p = format!("cross[{i}].");
-                let ct = item.as_table().ok_or_else(|| cx.err(&format!("cross[{i}]"), "expected a table ([[cross]])"))?;
+                let ct = item.as_table().ok_or_else(|| {
+                    cx.err(&format!("cross[{i}]"), "expected a table ([[cross]])")
+                })?;
                 s.cross.push(parse_cross(ct, cx, &p, s.duration_ns)?);
             }
         }
@@ -287,8 +333,14 @@ impl Scenario {
     pub fn to_toml(&self) -> toml::Table {
         let mut t = toml::Table::new();
         t.insert("name".into(), self.name.clone().into());
-        t.insert("duration".into(), format_duration_ns(self.duration_ns).into());
-        t.insert("repetitions".into(), toml::Value::Integer(self.repetitions as i64));
+        t.insert(
+            "duration".into(),
+            format_duration_ns(self.duration_ns).into(),
+        );
+        t.insert(
+            "repetitions".into(),
+            toml::Value::Integer(self.repetitions as i64),
+        );
         t.insert("seed".into(), toml::Value::Integer(self.seed as i64));
         t.insert("link".into(), toml::Value::Table(self.link.to_toml()));
         let flows: Vec<toml::Value> = self
@@ -326,7 +378,10 @@ impl Scenario {
                         ct.insert("on".into(), format_duration_ns(on).into());
                         ct.insert("off".into(), format_duration_ns(off).into());
                     }
-                    ct.insert("packet_size".into(), toml::Value::Integer(c.packet_size as i64));
+                    ct.insert(
+                        "packet_size".into(),
+                        toml::Value::Integer(c.packet_size as i64),
+                    );
                     toml::Value::Table(ct)
                 })
                 .collect();
@@ -337,7 +392,11 @@ impl Scenario {
 
     /// Applies `key = value` overrides (dotted paths such as `link.rate`,
     /// `flows.0.cc`, `duration`) and re-validates: the sweep's grid axes.
-    pub fn with_overrides(&self, overrides: &[(String, toml::Value)], source: &str) -> Result<Scenario, ScenarioError> {
+    pub fn with_overrides(
+        &self,
+        overrides: &[(String, toml::Value)],
+        source: &str,
+    ) -> Result<Scenario, ScenarioError> {
         let mut t = self.to_toml();
         for (path, v) in overrides {
             set_path(&mut t, path, v.clone()).map_err(|p| ScenarioError {
@@ -359,14 +418,20 @@ pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), S
     if parts.first() == Some(&"link") && parts.len() == 2 {
         // The resolved link lists each direction; set the field in both,
         // translating rtt into per-direction delays.
-        let link = t.get_mut("link").and_then(|l| l.as_table_mut()).ok_or("no [link] table")?;
+        let link = t
+            .get_mut("link")
+            .and_then(|l| l.as_table_mut())
+            .ok_or("no [link] table")?;
         let key = parts[1];
         if matches!(key, "backend" | "seed") {
             link.insert(key.into(), v);
             return Ok(());
         }
         for dir in ["up", "down"] {
-            let d = link.get_mut(dir).and_then(|x| x.as_table_mut()).ok_or("no link direction")?;
+            let d = link
+                .get_mut(dir)
+                .and_then(|x| x.as_table_mut())
+                .ok_or("no link direction")?;
             if key == "rtt" {
                 let s = v.as_str().ok_or("rtt must be a string such as 40ms")?;
                 let ns = parse_duration_ns(s).ok_or(format!("`{s}` is not a time such as 40ms"))?;
@@ -396,7 +461,8 @@ pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), S
         cur = match cur {
             toml::Value::Array(a) => {
                 let idx: usize = p.parse().map_err(|_| format!("`{p}` is not an index"))?;
-                a.get_mut(idx).ok_or_else(|| format!("index {idx} is out of range"))?
+                a.get_mut(idx)
+                    .ok_or_else(|| format!("index {idx} is out of range"))?
             }
             toml::Value::Table(tb) => {
                 if last {
@@ -415,18 +481,28 @@ pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), S
     Ok(())
 }
 
-fn parse_flow(t: &toml::Table, cx: &Ctx, p: &str, scen_dur: u64) -> Result<FlowSpec, ScenarioError> {
+fn parse_flow(
+    t: &toml::Table,
+    cx: &Ctx,
+    p: &str,
+    scen_dur: u64,
+) -> Result<FlowSpec, ScenarioError> {
     cx.check_keys(p, t, FLOW)?;
     let f = |k: &str| format!("{p}{k}");
     let cc = match t.get("cc") {
         Some(v) => cx.text(&f("cc"), v)?,
-        None => return Err(cx.err(&f("cc"), "required: an algorithm spec such as cubic or vegas:alpha=2,beta=4 (see `cclab list`)")),
+        None => return Err(cx.err(
+            &f("cc"),
+            "required: an algorithm spec such as cubic or vegas:alpha=2,beta=4 (see `cclab list`)",
+        )),
     };
     cc_algorithms::parse(&cc).map_err(|e| cx.err(&f("cc"), e.to_string()))?;
     let direction = match t.get("direction") {
         Some(v) => {
             let s = cx.text(&f("direction"), v)?;
-            Direction::parse(&s).ok_or_else(|| cx.err(&f("direction"), format!("`{s}` is not download or upload")))?
+            Direction::parse(&s).ok_or_else(|| {
+                cx.err(&f("direction"), format!("`{s}` is not download or upload"))
+            })?
         }
         None => Direction::Download,
     };
@@ -435,16 +511,24 @@ fn parse_flow(t: &toml::Table, cx: &Ctx, p: &str, scen_dur: u64) -> Result<FlowS
         None => 0,
     };
     if start_ns >= scen_dur {
-        return Err(cx.err(&f("start"), format!("{} is not before the scenario's end ({})", format_duration_ns(start_ns), format_duration_ns(scen_dur))));
+        return Err(cx.err(
+            &f("start"),
+            format!(
+                "{} is not before the scenario's end ({})",
+                format_duration_ns(start_ns),
+                format_duration_ns(scen_dur)
+            ),
+        ));
     }
     let size = match t.get("size") {
         Some(v) => {
             let s = cx.text(&f("size"), v)?;
-            Some(
-                parse_size_bytes(&s)
-                    .filter(|&b| b > 0)
-                    .ok_or_else(|| cx.err(&f("size"), format!("`{s}` is not a size such as 10mb, 500kb or 1000000")))?,
-            )
+            Some(parse_size_bytes(&s).filter(|&b| b > 0).ok_or_else(|| {
+                cx.err(
+                    &f("size"),
+                    format!("`{s}` is not a size such as 10mb, 500kb or 1000000"),
+                )
+            })?)
         }
         None => None,
     };
@@ -469,7 +553,12 @@ fn parse_flow(t: &toml::Table, cx: &Ctx, p: &str, scen_dur: u64) -> Result<FlowS
     })
 }
 
-fn parse_cross(t: &toml::Table, cx: &Ctx, p: &str, scen_dur: u64) -> Result<CrossSpec, ScenarioError> {
+fn parse_cross(
+    t: &toml::Table,
+    cx: &Ctx,
+    p: &str,
+    scen_dur: u64,
+) -> Result<CrossSpec, ScenarioError> {
     cx.check_keys(p, t, CROSS)?;
     let f = |k: &str| format!("{p}{k}");
     let rate_bps = match t.get("rate") {
@@ -479,12 +568,19 @@ fn parse_cross(t: &toml::Table, cx: &Ctx, p: &str, scen_dur: u64) -> Result<Cros
                 .filter(|r| *r >= 1000.0 && *r <= 1e11)
                 .ok_or_else(|| cx.err(&f("rate"), format!("`{s}` is not a rate such as 5mbit")))?
         }
-        None => return Err(cx.err(&f("rate"), "required: the cross traffic's rate, such as 5mbit")),
+        None => {
+            return Err(cx.err(
+                &f("rate"),
+                "required: the cross traffic's rate, such as 5mbit",
+            ))
+        }
     };
     let direction = match t.get("direction") {
         Some(v) => {
             let s = cx.text(&f("direction"), v)?;
-            Direction::parse(&s).ok_or_else(|| cx.err(&f("direction"), format!("`{s}` is not download or upload")))?
+            Direction::parse(&s).ok_or_else(|| {
+                cx.err(&f("direction"), format!("`{s}` is not download or upload"))
+            })?
         }
         None => Direction::Download,
     };
@@ -500,7 +596,10 @@ fn parse_cross(t: &toml::Table, cx: &Ctx, p: &str, scen_dur: u64) -> Result<Cros
         None => None,
     };
     let on_ns = t.get("on").map(|v| cx.duration(&f("on"), v)).transpose()?;
-    let off_ns = t.get("off").map(|v| cx.duration(&f("off"), v)).transpose()?;
+    let off_ns = t
+        .get("off")
+        .map(|v| cx.duration(&f("off"), v))
+        .transpose()?;
     if on_ns.is_some() != off_ns.is_some() {
         return Err(cx.err(&f("on"), "give both on and off periods, or neither"));
     }
@@ -509,7 +608,12 @@ fn parse_cross(t: &toml::Table, cx: &Ctx, p: &str, scen_dur: u64) -> Result<Cros
     }
     let packet_size = match t.get("packet_size") {
         Some(toml::Value::Integer(i)) if (64..=1472).contains(i) => *i as u32,
-        Some(v) => return Err(cx.err(&f("packet_size"), format!("`{v}` is not a datagram size from 64 to 1472 bytes"))),
+        Some(v) => {
+            return Err(cx.err(
+                &f("packet_size"),
+                format!("`{v}` is not a datagram size from 64 to 1472 bytes"),
+            ))
+        }
         None => 1200,
     };
     Ok(CrossSpec {
@@ -537,12 +641,16 @@ mod tests {
             "name = \"x\"\nduration = \"30s\"\nrepetitions = 3\nseed = 9\n[link]\nrate = \"10mbit\"\nrtt = \"50ms\"\n[[flows]]\ncc = \"vegas:alpha=2,beta=4\"\ncount = 2\n[[flows]]\ncc = \"cubic\"\ndirection = \"upload\"\nstart = \"5s\"\nsize = \"10mb\"\n[[cross]]\nrate = \"2mbit\"\non = \"1s\"\noff = \"2s\"\n",
         )
         .unwrap();
-        assert_eq!((s.duration_ns, s.repetitions, s.seed, s.link.seed), (30_000_000_000, 3, 9, 9));
+        assert_eq!(
+            (s.duration_ns, s.repetitions, s.seed, s.link.seed),
+            (30_000_000_000, 3, 9, 9)
+        );
         assert_eq!(s.expanded_flows().len(), 3);
         assert_eq!(s.flows[1].size, Some(10 * 1024 * 1024));
         assert_eq!(s.cross[0].on_ns, Some(1_000_000_000));
         // Round trip through the resolved form.
-        let back = Scenario::from_table(&s.to_toml(), &Ctx { source: "x" }, Path::new(".")).unwrap();
+        let back =
+            Scenario::from_table(&s.to_toml(), &Ctx { source: "x" }, Path::new(".")).unwrap();
         assert_eq!(back, s);
     }
 
@@ -560,9 +668,18 @@ mod tests {
                 "sweep",
             )
             .unwrap();
-        assert_eq!((o.link.down.rate_bps, o.link.rtt_ns(), o.flows[0].cc.as_str()), (5e6, 100_000_000, "vegas"));
+        assert_eq!(
+            (
+                o.link.down.rate_bps,
+                o.link.rtt_ns(),
+                o.flows[0].cc.as_str()
+            ),
+            (5e6, 100_000_000, "vegas")
+        );
         assert_eq!(o.duration_ns, 5_000_000_000);
-        let e = s.with_overrides(&[("flows.3.cc".into(), "vegas".into())], "sweep").unwrap_err();
+        let e = s
+            .with_overrides(&[("flows.3.cc".into(), "vegas".into())], "sweep")
+            .unwrap_err();
         assert!(e.to_string().contains("out of range"), "{e}");
     }
 
@@ -573,13 +690,37 @@ mod tests {
             ("duration = \"5\"", "duration", "30s"),
             ("[[flows]]\ncc = \"tahoe\"", "flows[0].cc", "tahoe"),
             ("[[flows]]\ndirection = \"down\"", "flows[0].cc", "required"),
-            ("[[flows]]\ncc = \"cubic\"\ndirection = \"sideways\"", "flows[0].direction", "download or upload"),
-            ("[[flows]]\ncc = \"cubic\"\ncount = 0", "flows[0].count", "1 to 200"),
-            ("[[flows]]\ncc = \"cubic\"\nsize = \"1mb\"\nduration = \"2s\"", "flows[0].size", "not both"),
-            ("duration = \"5s\"\n[[flows]]\ncc = \"cubic\"\nstart = \"6s\"", "flows[0].start", "before the scenario's end"),
+            (
+                "[[flows]]\ncc = \"cubic\"\ndirection = \"sideways\"",
+                "flows[0].direction",
+                "download or upload",
+            ),
+            (
+                "[[flows]]\ncc = \"cubic\"\ncount = 0",
+                "flows[0].count",
+                "1 to 200",
+            ),
+            (
+                "[[flows]]\ncc = \"cubic\"\nsize = \"1mb\"\nduration = \"2s\"",
+                "flows[0].size",
+                "not both",
+            ),
+            (
+                "duration = \"5s\"\n[[flows]]\ncc = \"cubic\"\nstart = \"6s\"",
+                "flows[0].start",
+                "before the scenario's end",
+            ),
             ("[link]\nrate = \"fast\"", "link.rate", "fast"),
-            ("[[cross]]\non = \"1s\"\nrate = \"1mbit\"", "cross[0].on", "both on and off"),
-            ("[[cross]]\nrate = \"1mbit\"\npacket_size = 9000", "cross[0].packet_size", "64 to 1472"),
+            (
+                "[[cross]]\non = \"1s\"\nrate = \"1mbit\"",
+                "cross[0].on",
+                "both on and off",
+            ),
+            (
+                "[[cross]]\nrate = \"1mbit\"\npacket_size = 9000",
+                "cross[0].packet_size",
+                "64 to 1472",
+            ),
             ("repetitions = 0", "repetitions", "1 to 1000"),
             ("flows = []", "flows", "at least one"),
             ("this is not toml", "(file)", "not valid TOML"),

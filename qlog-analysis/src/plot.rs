@@ -63,7 +63,8 @@ fn find_font() -> Option<PathBuf> {
     (p.extension().is_some_and(|e| e == "ttf") && p.exists()).then_some(p)
 }
 
-fn ensure_font() -> Result<(), PlotError> {
+/// Registers a TrueType font with plotters (once).
+pub fn ensure_font() -> Result<(), PlotError> {
     static FONT: OnceLock<bool> = OnceLock::new();
     let ok = *FONT.get_or_init(|| {
         let Some(path) = find_font() else {

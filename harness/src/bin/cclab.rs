@@ -1,7 +1,9 @@
 //! `cclab`: the bench harness's command line.
 //!
-//! Implemented so far: the link backends (`emu`, `link probe`, `link show`)
-//! and `cleanup`. Scenario runs, sweeps and reports are not implemented yet.
+//! `run` runs a scenario, `demo` every algorithm on the default link,
+//! `list` describes the algorithms, `emu` runs the link emulator alone,
+//! `link` inspects link descriptions and the kernel, `cleanup` removes
+//! leftovers of killed runs.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,6 +31,39 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Run a scenario (all repetitions) and write a result directory.
+    Run(Box<RunArgs>),
+    /// The main job: every registered algorithm alone on the default link
+    /// (20 Mbit/s, 40 ms RTT, 1 BDP drop-tail) on the userspace emulator.
+    Demo {
+        /// Result directory (default results/demo-<time>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Seconds per algorithm.
+        #[arg(long, default_value = "8s")]
+        duration: String,
+        /// Print the summary table as JSON.
+        #[arg(long)]
+        json: bool,
+        /// No progress output.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// One self-contained HTML report (or Markdown, for .md) from result directories.
+    Report {
+        /// Result directories (runs, sweeps, or a demo's directory).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The report file: .html or .md.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The algorithms, their parameters, units and defaults.
+    List {
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run the userspace link emulator as a UDP relay until Ctrl-C (or
     /// --duration): clients send to --listen, the emulator forwards to
     /// --target and back, through the emulated bottleneck.
@@ -48,6 +83,38 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// A scenario file (TOML); without one, the flags build the scenario.
+    scenario: Option<PathBuf>,
+    /// Result directory (default results/<name>-<time>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// An algorithm spec; repeat for several flows (replaces the file's flows).
+    #[arg(long = "cc")]
+    cc: Vec<String>,
+    /// Flows of each --cc.
+    #[arg(long)]
+    flows: Option<u32>,
+    /// How long each repetition runs (e.g. 30s).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Repetitions.
+    #[arg(long)]
+    repetitions: Option<u32>,
+    #[command(flatten)]
+    link: LinkArgs,
+    /// Skip emu's per-packet log (samples are still written).
+    #[arg(long)]
+    no_packet_log: bool,
+    /// Print summary.json on standard output.
+    #[arg(long)]
+    json: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -109,6 +176,21 @@ fn bad_input(msg: impl std::fmt::Display) -> ! {
 fn main() {
     let cli = Cli::parse();
     let code = match cli.cmd {
+        Cmd::Run(a) => run(*a),
+        Cmd::Demo {
+            out,
+            duration,
+            json,
+            quiet,
+        } => demo(out, &duration, json, quiet),
+        Cmd::List { json } => list(json),
+        Cmd::Report { dirs, out } => match harness::report::write(&dirs, &out) {
+            Ok(n) => {
+                println!("{}: {n} run(s)", out.display());
+                Ok(0)
+            }
+            Err(e) => bad_input(e),
+        },
         Cmd::Emu(a) => emu(*a),
         Cmd::Link { cmd } => link(cmd),
         Cmd::Cleanup { all, json } => cleanup(all, json),
@@ -286,4 +368,390 @@ fn emu(a: EmuArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+}
+
+fn bin_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CCLAB_BIN_DIR") {
+        return PathBuf::from(d);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Ctrl-C sets the flag; a second one ends the process at once.
+fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(stop)
+}
+
+fn resolve_backend(spec: &harness::link::LinkSpec) -> Backend {
+    match spec.backend {
+        Backend::Emu => Backend::Emu,
+        Backend::Netem => {
+            if !netns::is_root() {
+                bad_input("link.backend = netem needs root (network namespaces and tc); run as root, or use --link emu");
+            }
+            Backend::Netem
+        }
+        Backend::Auto => {
+            if netns::is_root()
+                && harness::netem::probe().netem
+                && spec.up.trace.is_none()
+                && spec.down.trace.is_none()
+            {
+                Backend::Netem
+            } else {
+                Backend::Emu
+            }
+        }
+    }
+}
+
+fn default_out(name: &str) -> PathBuf {
+    let t = harness::run::now_rfc3339().replace([':', '-'], "");
+    PathBuf::from("results").join(format!("{name}-{t}"))
+}
+
+fn build_scenario(a: &RunArgs) -> harness::scenario::Scenario {
+    use harness::scenario::Scenario;
+    let mut sc = match &a.scenario {
+        Some(p) => Scenario::load(p).unwrap_or_else(|e| bad_input(e)),
+        None => Scenario {
+            name: "cli".into(),
+            ..Scenario::default()
+        },
+    };
+    let mut o: Vec<(String, toml::Value)> = Vec::new();
+    let flags = [
+        ("backend", &a.link.link),
+        ("rate", &a.link.rate),
+        ("rtt", &a.link.rtt),
+        ("delay", &a.link.delay),
+        ("jitter", &a.link.jitter),
+        ("jitter_distribution", &a.link.jitter_distribution),
+        ("loss", &a.link.loss),
+        ("duplicate", &a.link.duplicate),
+        ("reorder", &a.link.reorder),
+        ("queue", &a.link.queue),
+        ("aqm", &a.link.aqm),
+        ("trace", &a.link.trace),
+    ];
+    for (k, v) in flags {
+        if let Some(v) = v {
+            o.push((format!("link.{k}"), toml::Value::String(v.clone())));
+        }
+    }
+    for (dir, items) in [("up", &a.link.up), ("down", &a.link.down)] {
+        for item in items {
+            let Some((k, v)) = item.split_once('=') else {
+                bad_input(format!(
+                    "--{dir}: `{item}` is not KEY=VALUE, e.g. --{dir} rate=5mbit"
+                ));
+            };
+            o.push((
+                format!("link.{dir}.{}", k.trim()),
+                toml::Value::String(v.trim().into()),
+            ));
+        }
+    }
+    if let Some(d) = &a.duration {
+        o.push(("duration".into(), toml::Value::String(d.clone())));
+    }
+    if let Some(r) = a.repetitions {
+        o.push(("repetitions".into(), toml::Value::Integer(r as i64)));
+    }
+    if let Some(s) = &a.link.seed {
+        let s: i64 = s
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v| *v >= 0)
+            .unwrap_or_else(|| bad_input(format!("--seed: `{s}` is not a non-negative integer")));
+        o.push(("seed".into(), toml::Value::Integer(s)));
+        o.push(("link.seed".into(), toml::Value::Integer(s)));
+    }
+    if a.link.link_file.is_some() {
+        bad_input("--link-file is for `cclab emu` and `cclab link show`; give `cclab run` a scenario file with a [link] table");
+    }
+    if !a.cc.is_empty() || a.flows.is_some() {
+        let ccs = if a.cc.is_empty() {
+            vec![sc.flows[0].cc.clone()]
+        } else {
+            a.cc.clone()
+        };
+        let count = a.flows.unwrap_or(1);
+        if count == 0 || count > 200 {
+            bad_input(format!("--flows: {count} is not from 1 to 200"));
+        }
+        let mut t = sc.to_toml();
+        let flows: Vec<toml::Value> = ccs
+            .iter()
+            .map(|cc| {
+                let mut f = toml::Table::new();
+                f.insert("cc".into(), cc.clone().into());
+                f.insert("count".into(), toml::Value::Integer(count as i64));
+                toml::Value::Table(f)
+            })
+            .collect();
+        t.insert("flows".into(), toml::Value::Array(flows));
+        sc = Scenario::parse(
+            &toml::to_string(&t).unwrap_or_default(),
+            "command line",
+            std::path::Path::new("."),
+        )
+        .unwrap_or_else(|e| bad_input(e));
+    }
+    if !o.is_empty() {
+        sc = sc
+            .with_overrides(&o, "command line")
+            .unwrap_or_else(|e| bad_input(e));
+    }
+    sc
+}
+
+fn print_summary(s: &harness::run::RunSummary) {
+    println!(
+        "{} ({} backend, {:.0} Mbit/s, {:.0} ms RTT, {}): {}",
+        s.scenario,
+        s.link.backend,
+        s.link.rate_bps / 1e6,
+        s.link.rtt_ms,
+        s.link.aqm,
+        s.status
+    );
+    println!(
+        "  {:<5} {:<28} {:>14} {:>10} {:>10} {:>8} {:>6}",
+        "flow", "cc", "goodput Mbit/s", "RTT ms", "p95 ms", "lost", "done"
+    );
+    let reps = s.repetitions.len().max(1);
+    for f in &s.flows {
+        let ci = f.ci95.get("goodput_bps").copied().unwrap_or(0.0);
+        let g = if reps > 1 {
+            format!("{:.2} ±{:.2}", f.goodput_bps / 1e6, ci / 1e6)
+        } else {
+            format!("{:.2}", f.goodput_bps / 1e6)
+        };
+        println!(
+            "  {:<5} {:<28} {:>14} {:>10} {:>10} {:>8.0} {:>6}",
+            f.index,
+            f.cc,
+            g,
+            f.rtt_ms
+                .as_ref()
+                .map_or("-".into(), |r| format!("{:.1}", r.mean)),
+            f.rtt_ms
+                .as_ref()
+                .map_or("-".into(), |r| format!("{:.1}", r.p95)),
+            f.lost_packets,
+            format!("{}/{}", f.completed, reps)
+        );
+    }
+    println!(
+        "  bottleneck ({}): utilization {:.1}%, mean queueing delay {:.1} ms, {} drops; Jain's fairness {}",
+        s.bottleneck.direction,
+        s.bottleneck.utilization * 100.0,
+        s.bottleneck.queue_delay_ms_mean,
+        s.bottleneck.drops,
+        s.jain_fairness.map_or("-".into(), |j| format!("{j:.3}"))
+    );
+}
+
+fn run(a: RunArgs) -> anyhow::Result<i32> {
+    let sc = build_scenario(&a);
+    let backend = resolve_backend(&sc.link);
+    let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));
+    if let Ok(s) = std::fs::read_to_string(out.join("status.json")) {
+        if s.contains("\"complete\"") {
+            bad_input(format!(
+                "--out: {} already holds a complete run",
+                out.display()
+            ));
+        }
+    }
+    let stop = stop_flag()?;
+    let cfg = harness::run::RunConfig {
+        out: out.clone(),
+        bin_dir: bin_dir(),
+        backend,
+        quiet: a.quiet,
+        stop,
+        per_packet_log: !a.no_packet_log,
+    };
+    match harness::run::run(&sc, &cfg) {
+        Ok(s) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else if !a.quiet {
+                print_summary(&s);
+                println!("  results: {}", out.display());
+            }
+            Ok(0)
+        }
+        Err(harness::run::RunError::Interrupted) => {
+            eprintln!(
+                "cclab: interrupted; partial results in {} (status: interrupted)",
+                out.display()
+            );
+            Ok(130)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn list(json: bool) -> anyhow::Result<i32> {
+    let algs: Vec<_> = cc_algorithms::algorithms().collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&algs)?);
+        return Ok(0);
+    }
+    for a in algs {
+        println!("{:<10} {:?}  {}", a.name, a.origin, a.summary);
+        for p in a.params {
+            println!(
+                "    {:<12} {:<10} default {:<10} range {}..{}  {}",
+                p.name,
+                p.unit,
+                p.default.map_or("required".into(), |d| d.to_string()),
+                p.min,
+                p.max,
+                p.help
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn demo(out: Option<PathBuf>, duration: &str, json: bool, quiet: bool) -> anyhow::Result<i32> {
+    use harness::scenario::Scenario;
+    let dur = parse_duration_ns(duration)
+        .filter(|&d| d >= 1_000_000_000)
+        .unwrap_or_else(|| {
+            bad_input(format!(
+                "--duration: `{duration}` is not a time of at least 1s"
+            ))
+        });
+    let out = out.unwrap_or_else(|| default_out("demo"));
+    let stop = stop_flag()?;
+    let mut link = harness::link::LinkSpec::default();
+    link.backend = Backend::Emu;
+    let mut rows = Vec::new();
+    let algs: Vec<_> = cc_algorithms::algorithms().collect();
+    let started = Instant::now();
+    for (i, a) in algs.iter().enumerate() {
+        // Required rates (br-tcp's reservation) get half the link.
+        let spec = a.example_spec().replace("=40mbit", "=10mbit");
+        if !quiet {
+            eprint!("[{:>2}/{}] {:<28} ", i + 1, algs.len(), spec);
+        }
+        let sc = Scenario {
+            name: a.name.replace('+', "plus"),
+            duration_ns: dur,
+            link: link.clone(),
+            flows: vec![harness::scenario::FlowSpec {
+                cc: spec.clone(),
+                direction: harness::scenario::Direction::Download,
+                start_ns: 0,
+                size: None,
+                duration_ns: None,
+                count: 1,
+            }],
+            ..Scenario::default()
+        };
+        let cfg = harness::run::RunConfig {
+            out: out.join(&sc.name),
+            bin_dir: bin_dir(),
+            backend: Backend::Emu,
+            quiet: true,
+            stop: stop.clone(),
+            per_packet_log: false,
+        };
+        match harness::run::run(&sc, &cfg) {
+            Ok(s) => {
+                let f = &s.flows[0];
+                if !quiet {
+                    eprintln!(
+                        "{:>6.2} Mbit/s  util {:>5.1}%  queue {:>5.1} ms  lost {:>5.0}",
+                        f.goodput_bps / 1e6,
+                        s.bottleneck.utilization * 100.0,
+                        s.bottleneck.queue_delay_ms_mean,
+                        f.lost_packets
+                    );
+                }
+                rows.push(serde_json::json!({
+                    "cc": spec,
+                    "goodput_bps": f.goodput_bps,
+                    "utilization": s.bottleneck.utilization,
+                    "queue_delay_ms_mean": s.bottleneck.queue_delay_ms_mean,
+                    "lost_packets": f.lost_packets,
+                    "rtt_ms": f.rtt_ms,
+                    "completed": f.completed == 1,
+                    "results": cfg.out,
+                }));
+            }
+            Err(harness::run::RunError::Interrupted) => {
+                eprintln!("\ncclab: interrupted");
+                return Ok(130);
+            }
+            Err(e) => {
+                if !quiet {
+                    eprintln!("failed: {e}");
+                }
+                rows.push(serde_json::json!({"cc": spec, "error": e.to_string()}));
+            }
+        }
+    }
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("demo.json"), serde_json::to_vec_pretty(&rows)?)?;
+    let report = out.join("report.html");
+    let dirs: Vec<PathBuf> = algs
+        .iter()
+        .map(|a| out.join(a.name.replace('+', "plus")))
+        .filter(|d| d.exists())
+        .collect();
+    let report_ok = harness::report::write(&dirs, &report)
+        .map_err(|e| eprintln!("cclab: report: {e}"))
+        .is_ok();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!(
+            "\n{:<28} {:>10} {:>7} {:>9} {:>7} {:>8}",
+            "algorithm", "Mbit/s", "util", "queue ms", "lost", "RTT ms"
+        );
+        for r in &rows {
+            if let Some(e) = r.get("error") {
+                println!("{:<28} failed: {}", r["cc"].as_str().unwrap_or(""), e);
+                continue;
+            }
+            println!(
+                "{:<28} {:>10.2} {:>6.1}% {:>9.1} {:>7.0} {:>8.1}",
+                r["cc"].as_str().unwrap_or(""),
+                r["goodput_bps"].as_f64().unwrap_or(0.0) / 1e6,
+                r["utilization"].as_f64().unwrap_or(0.0) * 100.0,
+                r["queue_delay_ms_mean"].as_f64().unwrap_or(0.0),
+                r["lost_packets"].as_f64().unwrap_or(0.0),
+                r["rtt_ms"]["mean"].as_f64().unwrap_or(0.0)
+            );
+        }
+        println!(
+            "\n{} algorithms in {:.0} s; results in {}",
+            rows.len(),
+            started.elapsed().as_secs_f64(),
+            out.display()
+        );
+        if report_ok {
+            println!("report: {}", report.display());
+        }
+    }
+    Ok(0)
 }
