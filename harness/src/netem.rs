@@ -426,9 +426,12 @@ impl NetemLink {
             let mut prev = [(0.0f64, QdiscStats::default(), 0u64); 2];
             while !stop2.load(Ordering::Relaxed) {
                 std::thread::sleep(interval);
-                let t = t0.elapsed().as_secs_f64();
                 for (i, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
+                    // The counters are read somewhere inside the tc call:
+                    // stamp the sample at its midpoint.
+                    let before = t0.elapsed().as_secs_f64();
                     let Ok(s) = me.stats(dir) else { continue };
+                    let t = (before + t0.elapsed().as_secs_f64()) / 2.0;
                     let nd = me.netem_drops(dir);
                     let (pt, ps, pnd) = prev[i];
                     let cap = me.link.dir(dir).rate_bps * (t - pt);

@@ -14,6 +14,9 @@ use serde_json::Value;
 
 use crate::run::mean_ci;
 
+/// A chart line: label, points, colour.
+type Line = (String, Vec<(f64, f64)>, RGBColor);
+
 /// A run found under the given directories.
 struct Run {
     dir: PathBuf,
@@ -187,7 +190,7 @@ fn svg_chart(
     title: &str,
     x_desc: &str,
     y_desc: &str,
-    lines: &[(String, Vec<(f64, f64)>, RGBColor)],
+    lines: &[Line],
     reversed_x: bool,
 ) -> Result<String, String> {
     let mut svg = String::new();

@@ -475,16 +475,18 @@ fn run_rep(
     link.seed = seed;
     let flows = sc.expanded_flows();
 
-    // Servers: one per algorithm that sends downloads; uploads use any.
-    let mut server_ccs: Vec<String> = Vec::new();
-    for (_, f) in &flows {
-        if f.direction == Direction::Download && !server_ccs.contains(&f.cc) {
-            server_ccs.push(f.cc.clone());
-        }
-    }
-    if server_ccs.is_empty() {
-        server_ccs.push("cubic".into());
-    }
+    // Servers: one per flow, as separate hosts would be. Sharing one server
+    // process between flows couples their sending (one event loop, one
+    // socket) and, on a deterministic link, locks flows into drop-tail
+    // phase effects that real hosts do not have. Uploads use the server's
+    // default algorithm for its (tiny) sending.
+    let server_ccs: Vec<String> = flows
+        .iter()
+        .map(|(_, f)| match f.direction {
+            Direction::Download => f.cc.clone(),
+            Direction::Upload => "cubic".into(),
+        })
+        .collect();
     let netem_link = match cfg.backend {
         Backend::Netem => Some(Arc::new(crate::netem::NetemLink::setup(
             &link,
@@ -590,10 +592,7 @@ fn run_rep(
             let f = flows[i].1;
             let fdir = dir.join(format!("flow-{i}"));
             std::fs::create_dir_all(&fdir)?;
-            let server = server_ccs
-                .iter()
-                .position(|c| *c == f.cc && f.direction == Direction::Download)
-                .unwrap_or(0);
+            let server = i;
             let addr = addr_of(server);
             let left_ns = sc.duration_ns.saturating_sub(f.start_ns);
             let run_ns = f.duration_ns.map_or(left_ns, |d| d.min(left_ns));

@@ -40,7 +40,7 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Seconds per algorithm.
-        #[arg(long, default_value = "8s")]
+        #[arg(long, default_value = "7s")]
         duration: String,
         /// Print the summary table as JSON.
         #[arg(long)]
@@ -642,8 +642,10 @@ fn demo(out: Option<PathBuf>, duration: &str, json: bool, quiet: bool) -> anyhow
         });
     let out = out.unwrap_or_else(|| default_out("demo"));
     let stop = stop_flag()?;
-    let mut link = harness::link::LinkSpec::default();
-    link.backend = Backend::Emu;
+    let link = harness::link::LinkSpec {
+        backend: Backend::Emu,
+        ..Default::default()
+    };
     let mut rows = Vec::new();
     let algs: Vec<_> = cc_algorithms::algorithms().collect();
     let started = Instant::now();
