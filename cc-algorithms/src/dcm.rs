@@ -234,7 +234,7 @@ impl CongestionController for Dcm {
             }
             self.rtt_old = Some(srtt);
         }
-        if ack.app_limited {
+        if ack.delivery_rate_app_limited {
             return;
         }
         let fresh = ack

@@ -21,6 +21,7 @@
 //! | RTT sample                        | quiche's latest RTT for the newest acknowledged packet (`rtt_sample`) |
 //! | base / min RTT                    | the minimum of those samples; quiche's `min_rtt` likewise does not subtract ACK delay |
 //! | "per RTT"                         | a round: ends when a packet sent after the round began is acknowledged ([`estimators::RoundTracker`]) |
+//! | application-limited (RFC 9002 7.8) | `delivery_rate_app_limited`: the application had nothing to send when the acknowledged packet left. Not `app_limited`, which quiche sets whenever a packet leaves with bytes in flight below the window, and that is every packet of a paced sender |
 //!
 //! Where a paper changes something outside the window and pacing (an RTO
 //! rule, a path switch), the algorithm's module says whether a hook carries it

@@ -114,7 +114,7 @@ impl NewReno {
     /// instead of ssthresh (EWPHCC's normal phase slow-starts whatever
     /// ssthresh is).
     pub(crate) fn grow_up_to(&mut self, ack: &AckEvent, slow_start_limit: usize) {
-        if ack.app_limited {
+        if ack.delivery_rate_app_limited {
             if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
                 self.recovering = false;
             }
@@ -144,7 +144,7 @@ impl NewReno {
     /// (nothing while app-limited). The fraction of a byte not yet added is
     /// carried in `pending`.
     pub(crate) fn grow_per_rtt(&mut self, ack: &AckEvent, per_rtt: f64, pending: &mut f64) {
-        if ack.app_limited {
+        if ack.delivery_rate_app_limited {
             return;
         }
         let fresh: usize = ack

@@ -68,7 +68,7 @@ pub enum RunError {
     #[error("quic-server did not start: {0}")]
     Server(String),
     /// I/O.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// Stopped by the user.
     #[error("interrupted")]
@@ -400,7 +400,9 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
     }
     let work = cfg.out.with_extension("partial");
     let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work)?;
+    std::fs::create_dir_all(&work).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", work.display()))
+    })?;
     let started = now_rfc3339();
     std::fs::write(
         work.join("scenario.toml"),

@@ -81,3 +81,18 @@ fn the_cli_rejects_bad_links_with_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/link.toml"));
 }
+
+#[test]
+fn every_shipped_scenario_parses() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let s = harness::scenario::Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!s.flows.is_empty());
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "{n} scenarios");
+}
