@@ -15,3 +15,4 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod sweep;

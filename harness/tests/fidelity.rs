@@ -215,3 +215,80 @@ fn ctrl_c_marks_the_run_interrupted_and_leaves_no_process() {
         "processes left:\n{ps}"
     );
 }
+
+#[test]
+fn a_sweep_shards_resumes_merges_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.toml");
+    std::fs::write(
+        &base,
+        "name = \"s\"\nduration = \"2s\"\n[[flows]]\ncc = \"reno\"\n",
+    )
+    .unwrap();
+    let sweep = dir.path().join("sweep.toml");
+    std::fs::write(&sweep, "scenario = \"base.toml\"\nrandomize = true\n[grid]\n\"flows.0.cc\" = [\"reno\", \"newreno\"]\n").unwrap();
+    for k in 0..2 {
+        let o = cclab()
+            .arg("sweep")
+            .arg(&sweep)
+            .args([
+                "--shard",
+                &format!("{k}/2"),
+                "--quiet",
+                "--no-packet-log",
+                "--json",
+                "--out",
+            ])
+            .arg(dir.path().join(format!("shard-{k}")))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            (r["points"].as_u64(), r["completed"].as_u64()),
+            (Some(1), Some(1))
+        );
+    }
+    // Running a shard again skips what is complete.
+    let o = cclab()
+        .arg("sweep")
+        .arg(&sweep)
+        .args(["--shard", "0/2", "--quiet", "--json", "--out"])
+        .arg(dir.path().join("shard-0"))
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (r["skipped"].as_u64(), r["completed"].as_u64()),
+        (Some(1), Some(0))
+    );
+    let all = dir.path().join("all");
+    let o = cclab()
+        .arg("merge")
+        .arg(dir.path().join("shard-0"))
+        .arg(dir.path().join("shard-1"))
+        .arg("--out")
+        .arg(&all)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let idx: Value =
+        serde_json::from_str(&std::fs::read_to_string(all.join("sweep.json")).unwrap()).unwrap();
+    let pts = idx["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2);
+    assert!(pts.iter().all(|p| p["status"] == "complete"), "{idx}");
+    let md = dir.path().join("r.md");
+    let o = cclab()
+        .arg("report")
+        .arg(&all)
+        .arg("--out")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        text.contains("| reno |") && text.contains("| newreno |"),
+        "{text}"
+    );
+}

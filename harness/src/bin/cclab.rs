@@ -49,6 +49,39 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Run a grid of scenarios (resumable; --shard I/N splits it across machines).
+    Sweep {
+        /// The sweep file (TOML: scenario, grid, repetitions, randomize, seed).
+        file: PathBuf,
+        /// Output directory (re-running with it finishes what is missing).
+        #[arg(long)]
+        out: PathBuf,
+        /// Points run in parallel (each its own link and processes; on a
+        /// small machine they compete for CPU).
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Take only this shard of the grid: I/N takes points with index % N == I.
+        #[arg(long, default_value = "0/1")]
+        shard: String,
+        /// Skip emu's per-packet logs.
+        #[arg(long)]
+        no_packet_log: bool,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+        /// No progress output.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Join sweep or shard directories into one.
+    Merge {
+        /// Sweep output directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The merged directory.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// One self-contained HTML report (or Markdown, for .md) from result directories.
     Report {
         /// Result directories (runs, sweeps, or a demo's directory).
@@ -184,6 +217,22 @@ fn main() {
             quiet,
         } => demo(out, &duration, json, quiet),
         Cmd::List { json } => list(json),
+        Cmd::Sweep {
+            file,
+            out,
+            jobs,
+            shard,
+            no_packet_log,
+            json,
+            quiet,
+        } => sweep(&file, &out, jobs, &shard, no_packet_log, json, quiet),
+        Cmd::Merge { dirs, out } => match harness::sweep::merge(&dirs, &out) {
+            Ok(n) => {
+                println!("{}: {n} run(s) merged", out.display());
+                Ok(0)
+            }
+            Err(e) => Err(e.into()),
+        },
         Cmd::Report { dirs, out } => match harness::report::write(&dirs, &out) {
             Ok(n) => {
                 println!("{}: {n} run(s)", out.display());
@@ -756,4 +805,67 @@ fn demo(out: Option<PathBuf>, duration: &str, json: bool, quiet: bool) -> anyhow
         }
     }
     Ok(0)
+}
+
+fn sweep(
+    file: &std::path::Path,
+    out: &std::path::Path,
+    jobs: usize,
+    shard: &str,
+    no_packet_log: bool,
+    json: bool,
+    quiet: bool,
+) -> anyhow::Result<i32> {
+    let sw = harness::sweep::Sweep::load(file).unwrap_or_else(|e| bad_input(e));
+    let shard = harness::sweep::parse_shard(shard).unwrap_or_else(|| {
+        bad_input(format!(
+            "--shard: `{shard}` is not I/N with 0 <= I < N, e.g. 0/4"
+        ))
+    });
+    if jobs == 0 || jobs > 64 {
+        bad_input(format!("--jobs: {jobs} is not from 1 to 64"));
+    }
+    let backend = resolve_backend(&sw.base.link);
+    let cfg = harness::run::RunConfig {
+        out: out.to_path_buf(),
+        bin_dir: bin_dir(),
+        backend,
+        quiet,
+        stop: stop_flag()?,
+        per_packet_log: !no_packet_log,
+    };
+    if !quiet {
+        eprintln!(
+            "cclab sweep: {} point(s) in the grid; shard {}/{}; {} job(s)",
+            sw.len(),
+            shard.0,
+            shard.1,
+            jobs
+        );
+    }
+    let r = harness::sweep::run_sweep(&sw, out, shard, jobs, &cfg)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "{}: {} point(s): {} already complete, {} completed now, {} failed{}",
+            out.display(),
+            r.points,
+            r.skipped,
+            r.completed,
+            r.failed,
+            if r.interrupted {
+                "; interrupted (run again to finish)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(if r.interrupted {
+        130
+    } else if r.failed > 0 {
+        1
+    } else {
+        0
+    })
 }
