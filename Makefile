@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test demo bench bench-link bench-qlog bench-loopback lint clean
+.PHONY: all bootstrap build test demo bench bench-link bench-qlog bench-harness bench-loopback lint clean
 
 all: build
 
@@ -35,6 +35,10 @@ bench-link: bootstrap
 # qlog-analysis summary against jq on a 520 MB quiche-format file.
 bench-qlog: bootstrap
 	./scripts/bench-qlog.sh
+
+# cclab's overhead per run and the CPU the emulator leaves at 100 Mbit/s.
+bench-harness: bootstrap
+	./scripts/bench-harness.sh
 
 # Unshaped 1 GB loopback download: goodput, CPU and RSS of both ends.
 bench-loopback: bootstrap

@@ -155,6 +155,8 @@ pub struct RepResult {
     pub cross: Vec<(u64, u64)>,
     /// Seconds spent setting up and tearing down (not moving data).
     pub overhead_s: f64,
+    /// CPU seconds the emulator's thread used, and the seconds it ran.
+    pub emu_cpu: Option<(f64, f64)>,
 }
 
 /// A flow averaged over repetitions, with 95% confidence half-widths.
@@ -851,6 +853,7 @@ fn run_rep(
         jain_fairness: jain,
         cross: cross_counts,
         overhead_s: overhead.as_secs_f64(),
+        emu_cpu: emu_report.as_ref().map(|e| (e.cpu_s, e.duration_s)),
     })
 }
 
