@@ -450,6 +450,14 @@ fn resolve_backend(spec: &harness::link::LinkSpec) -> Backend {
             if !netns::is_root() {
                 bad_input("link.backend = netem needs root (network namespaces and tc); run as root, or use --link emu");
             }
+            let caps = harness::netem::probe();
+            let needs =
+                harness::netem::needs_netem(&spec.up) || harness::netem::needs_netem(&spec.down);
+            if needs && !caps.netem {
+                bad_input(harness::netem::NetemError::MissingQdisc {
+                    qdisc: "netem".into(),
+                });
+            }
             Backend::Netem
         }
         Backend::Auto => {
