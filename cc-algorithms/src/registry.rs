@@ -28,6 +28,8 @@ pub enum ParamKind {
     /// A rate with tc units (`40mbit`, `500kbit`, `1gbit`; a bare number is
     /// bit/s), stored in bit/s.
     Rate,
+    /// A file name (optional; min, max and default are unused).
+    File,
 }
 
 /// One tunable of an algorithm.
@@ -83,6 +85,7 @@ impl AlgorithmInfo {
             .map(|p| match p.kind {
                 ParamKind::Rate => format!("{}=40mbit", p.name),
                 ParamKind::Number => format!("{}={}", p.name, p.min),
+                ParamKind::File => format!("{}=FILE", p.name),
             })
             .collect();
         if required.is_empty() {
@@ -98,7 +101,7 @@ impl AlgorithmInfo {
     pub fn extreme_specs(&self) -> Vec<String> {
         let base = self.example_spec();
         let mut specs = vec![base.clone()];
-        for p in self.params {
+        for p in self.params.iter().filter(|p| p.kind != ParamKind::File) {
             for v in [p.min, p.max] {
                 let others: Vec<&str> = base
                     .split_once(':')
@@ -276,6 +279,15 @@ const SMCC_PARAMS: &[ParamInfo] = &[
         "fitness weight of the loss fraction",
     ),
     number("seed", "1", 1.0, 0.0, 1e15, "seed of the swarm"),
+    ParamInfo {
+        name: "table",
+        unit: "TOML file from `cclab tune smcc`",
+        kind: ParamKind::File,
+        default: Some(0.0),
+        min: 0.0,
+        max: 0.0,
+        help: "offline mode: take alpha and beta from this table, by the base RTT and rate measured at the end of slow start, instead of tuning online",
+    },
 ];
 
 /// The binomial parameters, with a preset's constants as defaults.
@@ -414,7 +426,7 @@ const ENTRIES: &[Entry] = &[
     Entry {
         info: AlgorithmInfo {
             name: "smcc",
-            summary: "SMCC: Vegas with alpha and beta tuned online by particle swarm optimisation",
+            summary: "SMCC: Vegas with alpha and beta tuned by particle swarm optimisation, online or from a `cclab tune smcc` table",
             origin: Origin::Plugin,
             params: SMCC_PARAMS,
         },
@@ -427,6 +439,10 @@ const ENTRIES: &[Entry] = &[
                 delta: p.get("delta"),
                 lambda: p.get("lambda"),
                 seed: p.get("seed") as u64,
+                table: p
+                    .file("table")
+                    .and_then(|f| crate::smcc::SmccTable::load(std::path::Path::new(f)).ok())
+                    .map(Arc::new),
             }))
         },
     },
@@ -570,12 +586,17 @@ impl Controller {
 
 /// Parsed `key=value` parameters, with defaults filled in.
 #[derive(Debug, Clone)]
-pub struct Params(BTreeMap<&'static str, f64>);
+pub struct Params(BTreeMap<&'static str, f64>, BTreeMap<&'static str, String>);
 
 impl Params {
     /// A parameter's value; every declared key is present.
     pub fn get(&self, name: &str) -> f64 {
         self.0.get(name).copied().unwrap_or(f64::NAN)
+    }
+
+    /// A file parameter, if given.
+    pub fn file(&self, name: &str) -> Option<&str> {
+        self.1.get(name).map(String::as_str)
     }
 }
 
@@ -671,6 +692,7 @@ fn expected(kind: ParamKind, min: f64, max: f64, unit: &str) -> String {
             crate::units::format_rate(min),
             crate::units::format_rate(max)
         ),
+        ParamKind::File => format!("a file name ({unit})"),
     }
 }
 
@@ -693,6 +715,7 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
         })?;
     let info = &entry.info;
     let mut given: BTreeMap<&'static str, f64> = BTreeMap::new();
+    let mut files: BTreeMap<&'static str, String> = BTreeMap::new();
     for item in rest.into_iter().flat_map(|r| r.split(',')) {
         let item = item.trim();
         if item.is_empty() {
@@ -724,9 +747,22 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
             unit: param.unit,
             kind: param.kind,
         };
+        if param.kind == ParamKind::File {
+            if value.is_empty() {
+                return Err(bad());
+            }
+            if files.insert(param.name, value.to_string()).is_some() {
+                return Err(SpecError::Duplicate {
+                    algorithm: info.name,
+                    key: key.to_string(),
+                });
+            }
+            continue;
+        }
         let v = match param.kind {
             ParamKind::Number => value.parse::<f64>().ok(),
             ParamKind::Rate => crate::units::parse_rate(value),
+            ParamKind::File => None,
         }
         .ok_or_else(bad)?;
         if !v.is_finite() || v < param.min || v > param.max {
@@ -759,7 +795,15 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
             None => {}
         }
     }
-    let params = Params(given);
+    let params = Params(given, files);
+    if let Some(path) = params.file("table") {
+        if let Err(e) = crate::smcc::SmccTable::load(std::path::Path::new(path)) {
+            return Err(SpecError::Inconsistent {
+                algorithm: info.name,
+                reason: format!("table={path}: {e}"),
+            });
+        }
+    }
     if info.name == "ewphcc" && params.get("gamma") > params.get("beta") {
         return Err(SpecError::Inconsistent {
             algorithm: info.name,
@@ -891,7 +935,7 @@ mod tests {
                 .filter(|p| p.default.is_none())
                 .map(|p| format!("{}={}", p.name, p.min))
                 .collect();
-            for p in a.params {
+            for p in a.params.iter().filter(|p| p.kind != ParamKind::File) {
                 if let Some(d) = p.default {
                     assert!(p.min <= d && d <= p.max);
                     let mut items = required.clone();

@@ -39,13 +39,24 @@
 //! - The network may change while the swarm runs, so an old personal best
 //!   can be stale; the swarm does not re-measure bests. A bounded number of
 //!   iterations keeps the tuning finite, and the result is then fixed.
-//! - The **offline mode** (`cclab tune smcc`, a table of best
-//!   `(alpha, beta)` by base RTT and bottleneck rate, loaded with
-//!   `smcc:table=FILE`) needs the `cclab` harness and is not built yet.
+//!
+//! **Offline mode** (`smcc:table=FILE`): `cclab tune smcc` runs the same
+//! PSO over real emulated runs, one swarm per network condition (base RTT,
+//! bottleneck rate), each particle evaluated by a whole run of Vegas with
+//! its `(alpha, beta)` and the same fitness (rate as a fraction of the
+//! link's capacity), and writes the best values per condition to a TOML
+//! table ([`SmccTable`]). With a table, the controller does not tune: when
+//! the flow first leaves slow start it measures the base RTT (Vegas's) and
+//! the rate (the highest delivery-rate sample so far), takes the table
+//! entry nearest in log distance, `|ln(rtt/rtt_e)| + |ln(rate/rate_e)|`,
+//! and runs Vegas with its values from then on.
 //!
 //! In qlog: `smcc_alpha`, `smcc_beta`, `vegas_diff`, `smcc_particle`,
-//! `smcc_iteration` and `smcc_fitness` (the last measured).
+//! `smcc_iteration` and `smcc_fitness` (the last measured); in offline
+//! mode `smcc_table_entry` (the entry chosen, -1 before the choice).
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quiche::cc::{
@@ -73,6 +84,91 @@ pub struct SmccConfig {
     pub lambda: f64,
     /// Seed of the swarm.
     pub seed: u64,
+    /// Offline mode: the table of tuned values.
+    pub table: Option<Arc<SmccTable>>,
+}
+
+/// One row of an offline table: the best `(alpha, beta)` for a condition.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableEntry {
+    /// Base RTT of the condition, ms.
+    pub rtt_ms: f64,
+    /// Bottleneck rate of the condition, bit/s.
+    pub rate_bps: f64,
+    /// Best alpha, packets.
+    pub alpha: f64,
+    /// Best beta, packets.
+    pub beta: f64,
+    /// Its fitness.
+    #[serde(default)]
+    pub fitness: f64,
+}
+
+/// A table written by `cclab tune smcc`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SmccTable {
+    /// The rows.
+    #[serde(default)]
+    pub entry: Vec<TableEntry>,
+    /// Where it was read from.
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+impl SmccTable {
+    /// Reads and checks a table. Errors say what is wrong, with the entry.
+    pub fn load(path: &Path) -> Result<SmccTable, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut t: SmccTable = toml::from_str(&text).map_err(|e| {
+            format!(
+                "{} is not an SMCC table ([[entry]] rtt_ms, rate_bps, alpha, beta, fitness): {}",
+                path.display(),
+                e.message()
+            )
+        })?;
+        if t.entry.is_empty() {
+            return Err(format!("{} has no [[entry]] rows", path.display()));
+        }
+        for (i, e) in t.entry.iter().enumerate() {
+            let ok = [e.rtt_ms, e.rate_bps, e.alpha, e.beta]
+                .iter()
+                .all(|v| v.is_finite() && *v > 0.0)
+                && e.alpha >= 1.0
+                && e.beta > e.alpha;
+            if !ok {
+                return Err(format!(
+                    "{} entry {i}: needs rtt_ms > 0, rate_bps > 0 and 1 <= alpha < beta (got {e:?})",
+                    path.display()
+                ));
+            }
+        }
+        t.path = path.to_path_buf();
+        Ok(t)
+    }
+
+    /// The entry nearest to a measured condition (log distance).
+    pub fn nearest(&self, rtt_ms: f64, rate_bps: f64) -> (usize, &TableEntry) {
+        let d = |e: &TableEntry| {
+            let r = if rtt_ms > 0.0 {
+                (rtt_ms / e.rtt_ms).ln().abs()
+            } else {
+                0.0
+            };
+            let b = if rate_bps > 0.0 {
+                (rate_bps / e.rate_bps).ln().abs()
+            } else {
+                0.0
+            };
+            r + b
+        };
+        self.entry
+            .iter()
+            .enumerate()
+            .min_by(|a, b| d(a.1).total_cmp(&d(b.1)))
+            .expect("a loaded table has entries")
+    }
 }
 
 impl Default for SmccConfig {
@@ -85,6 +181,7 @@ impl Default for SmccConfig {
             delta: 1.0,
             lambda: 10.0,
             seed: 1,
+            table: None,
         }
     }
 }
@@ -125,6 +222,9 @@ pub struct Smcc {
     last_fitness: f64,
     alpha: f64,
     beta: f64,
+    /// Offline mode: the highest delivery rate seen, bit/s, and the entry chosen.
+    max_rate_bps: f64,
+    chosen: Option<usize>,
 }
 
 /// Keeps `1 <= alpha < beta <= max`, at least half a packet apart.
@@ -163,6 +263,8 @@ impl Smcc {
             last_fitness: 0.0,
             alpha: defaults.alpha,
             beta: defaults.beta,
+            max_rate_bps: 0.0,
+            chosen: None,
             cfg: SmccConfig { max, ..cfg },
         }
     }
@@ -260,6 +362,18 @@ impl CongestionController for Smcc {
         }
         self.interval.acked_bytes += ack.acked_bytes as u64;
 
+        if let Some(table) = self.cfg.table.clone() {
+            // Offline mode: choose once, at the first exit from slow start.
+            self.max_rate_bps = self.max_rate_bps.max(ack.delivery_rate as f64 * 8.0);
+            if self.chosen.is_none() && !self.vegas.in_slow_start() {
+                let rtt_ms = self.vegas.base_rtt().map_or(0.0, |b| b.as_secs_f64() * 1e3);
+                let (i, e) = table.nearest(rtt_ms, self.max_rate_bps);
+                let (a, b) = (e.alpha, e.beta);
+                self.chosen = Some(i);
+                self.apply([a, b]);
+            }
+            return;
+        }
         if !self.tuning {
             if !self.vegas.in_slow_start() && !self.swarm.finished() {
                 self.tuning = true;
@@ -319,6 +433,9 @@ impl CongestionController for Smcc {
         f("smcc_particle", particle as f64);
         f("smcc_iteration", iteration as f64);
         f("smcc_fitness", self.last_fitness);
+        if self.cfg.table.is_some() {
+            f("smcc_table_entry", self.chosen.map_or(-1.0, |i| i as f64));
+        }
     }
 }
 
@@ -401,5 +518,89 @@ mod tests {
         // A loss puts Vegas (NewReno underneath) into avoidance.
         d.lose(1, true);
         d.in_flight.clear();
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+    use crate::testing::{config, Driver, MSS};
+
+    fn table(dir: &Path, text: &str) -> PathBuf {
+        let p = dir.join("t.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const TWO: &str = "[[entry]]\nrtt_ms = 20\nrate_bps = 10e6\nalpha = 1.5\nbeta = 3\nfitness = 0.9\n\n[[entry]]\nrtt_ms = 100\nrate_bps = 50e6\nalpha = 6\nbeta = 9\nfitness = 0.8\n";
+
+    #[test]
+    fn loads_and_picks_the_nearest_condition() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = SmccTable::load(&table(dir.path(), TWO)).unwrap();
+        assert_eq!(t.nearest(25.0, 12e6).0, 0);
+        assert_eq!(t.nearest(80.0, 40e6).0, 1);
+        // ln(100/20) = 1.61 against ln(50/10) = 1.61 plus rate: rate decides.
+        assert_eq!(t.nearest(45.0, 45e6).0, 1);
+        for (bad, needle) in [
+            ("", "no [[entry]]"),
+            (
+                "[[entry]]\nrtt_ms = 20\nrate_bps = 1e6\nalpha = 4\nbeta = 3\n",
+                "alpha < beta",
+            ),
+            ("[[entry]]\nrtt = 20\n", "not an SMCC table"),
+        ] {
+            let e = SmccTable::load(&table(dir.path(), bad)).unwrap_err();
+            assert!(e.contains(needle), "{e}");
+        }
+        assert!(SmccTable::load(Path::new("/nonexistent/t.toml"))
+            .unwrap_err()
+            .contains("/nonexistent"));
+    }
+
+    #[test]
+    fn spec_with_a_table_parses_and_bad_tables_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = table(dir.path(), TWO);
+        assert!(crate::parse(&format!("smcc:table={}", p.display())).is_ok());
+        let e = crate::parse("smcc:table=/nonexistent/x.toml")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("/nonexistent/x.toml"), "{e}");
+    }
+
+    #[test]
+    fn offline_mode_applies_the_entry_at_the_end_of_slow_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Arc::new(SmccTable::load(&table(dir.path(), TWO)).unwrap());
+        let cfg = SmccConfig {
+            table: Some(t),
+            ..SmccConfig::default()
+        };
+        let mut d = Driver::new(Smcc::new(cfg, &config()));
+        // Slow start at a 20 ms RTT: defaults, nothing chosen.
+        d.rtt = std::time::Duration::from_millis(20);
+        for _ in 0..3 {
+            let n = (d.cc.congestion_window() / MSS).max(1);
+            d.send_and_ack(n, false);
+        }
+        assert_eq!(d.cc.thresholds(), (2.0, 4.0), "defaults during slow start");
+        assert_eq!(d.cc.chosen, None);
+        // A loss ends slow start; the next ACK picks the 20 ms entry
+        // (the driver's delivery rate is ~10 Mbit/s scale at this window).
+        d.lose(1, true);
+        d.in_flight.clear();
+        d.send_and_ack(4, false);
+        assert!(!d.cc.vegas.in_slow_start());
+        assert_eq!(d.cc.chosen, Some(0));
+        assert_eq!(d.cc.thresholds(), (1.5, 3.0));
+        let mut seen = None;
+        d.cc.visit_metrics(&mut |k, v| {
+            if k == "smcc_table_entry" {
+                seen = Some(v)
+            }
+        });
+        assert_eq!(seen, Some(0.0));
     }
 }

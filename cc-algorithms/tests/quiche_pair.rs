@@ -12,6 +12,14 @@ use cc_algorithms::vegas::{Vegas, VegasConfig};
 use common::{run, PathSpec};
 use quiche::cc::*;
 
+/// These tests run in real time against the wall clock; run them one at a
+/// time so they do not compete for the CPU (and skew each other's timing).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A controller with a constant window.
 #[derive(Debug)]
 struct Fixed(usize);
@@ -43,6 +51,7 @@ impl CongestionControllerFactory for FixedFactory {
 
 #[test]
 fn sender_is_limited_by_the_plugin_window() {
+    let _serial = serial();
     let window = 10 * 1350;
     let spec = PathSpec {
         rate_bps: 200e6,
@@ -154,6 +163,7 @@ impl CongestionControllerFactory for RecordingFactory {
 
 #[test]
 fn persistent_congestion_and_pto_reach_the_plugin_and_qlog_has_losses_and_metrics() {
+    let _serial = serial();
     let counts = Arc::new(CountsHandle::default());
     let spec = PathSpec {
         one_way_delay: Duration::from_millis(10),
@@ -221,6 +231,7 @@ fn mean_cwnd(samples: &[(f64, usize)], until: f64) -> f64 {
 
 #[test]
 fn newreno_plugin_matches_builtin_reno() {
+    let _serial = serial();
     let spec = PathSpec {
         rate_bps: 20e6,
         one_way_delay: Duration::from_millis(20),
