@@ -16,3 +16,4 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod sweep;
+pub mod tune;

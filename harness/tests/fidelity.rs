@@ -292,3 +292,69 @@ fn a_sweep_shards_resumes_merges_and_reports() {
         "{text}"
     );
 }
+
+#[test]
+fn smcc_offline_tuning_writes_a_table_the_controller_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("smcc.toml");
+    let o = cclab()
+        .args([
+            "tune",
+            "smcc",
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "40ms",
+            "--swarm",
+            "2",
+            "--iterations",
+            "1",
+            "--duration",
+            "2s",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = cc_algorithms::smcc::SmccTable::load(&table).unwrap();
+    assert_eq!(t.entry.len(), 1);
+    let e = &t.entry[0];
+    assert_eq!((e.rtt_ms, e.rate_bps), (40.0, 20e6));
+    assert!(e.alpha >= 1.0 && e.beta > e.alpha && e.fitness.is_finite());
+    // Two evaluation runs were kept.
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("smcc.runs/cond-0"))
+            .unwrap()
+            .count(),
+        2
+    );
+    // A flow with the table picks its only entry and runs with its values.
+    let out = dir.path().join("run");
+    let spec = format!("smcc:table={}", table.display());
+    let s = run(&["--cc", &spec, "--duration", "4s"], &out);
+    let rel = s["repetitions"][0]["flows"][0]["qlog"]["sender"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut a = qlog_analysis::analysis::Analyzer::new(0.1, true);
+    qlog_analysis::read_file(&out.join(rel), &mut a).unwrap();
+    let extra = &a.connections[0].series.extra;
+    let last = |k: &str| extra.get(k).and_then(|v| v.last()).map(|p| p.1);
+    assert_eq!(
+        last("smcc_table_entry"),
+        Some(0.0),
+        "{:?}",
+        extra.keys().collect::<Vec<_>>()
+    );
+    assert!((last("smcc_alpha").unwrap() - e.alpha).abs() < 1e-9);
+    assert!((last("smcc_beta").unwrap() - e.beta).abs() < 1e-9);
+    // Unknown algorithms are refused.
+    let o = cclab()
+        .args(["tune", "vegas", "--out"])
+        .arg(dir.path().join("x.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

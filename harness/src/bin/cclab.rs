@@ -73,6 +73,9 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Tune an algorithm offline over emulated runs (only `smcc`): writes a
+    /// table of the best (alpha, beta) per network condition.
+    Tune(Box<TuneArgs>),
     /// Join sweep or shard directories into one.
     Merge {
         /// Sweep output directories.
@@ -145,6 +148,45 @@ struct RunArgs {
     /// Print summary.json on standard output.
     #[arg(long)]
     json: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct TuneArgs {
+    /// The algorithm to tune: smcc.
+    algorithm: String,
+    /// The table to write (TOML); load it with --cc smcc:table=FILE.
+    #[arg(long)]
+    out: PathBuf,
+    /// Bottleneck rates to tune for (repeatable; default 20mbit).
+    #[arg(long = "rate")]
+    rates: Vec<String>,
+    /// Round-trip times to tune for (repeatable; default 40ms).
+    #[arg(long = "rtt")]
+    rtts: Vec<String>,
+    /// Queue limit.
+    #[arg(long, default_value = "1bdp")]
+    queue: String,
+    /// Queue management.
+    #[arg(long, default_value = "droptail")]
+    aqm: String,
+    /// Particles per condition.
+    #[arg(long, default_value_t = 6)]
+    swarm: usize,
+    /// Iterations per condition.
+    #[arg(long, default_value_t = 4)]
+    iterations: usize,
+    /// Length of each evaluation run.
+    #[arg(long, default_value = "6s")]
+    duration: String,
+    /// Seed of the swarm and the link.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where each evaluation's run goes (default: next to the table).
+    #[arg(long)]
+    work: Option<PathBuf>,
     /// No progress output.
     #[arg(long)]
     quiet: bool,
@@ -226,6 +268,7 @@ fn main() {
             json,
             quiet,
         } => sweep(&file, &out, jobs, &shard, no_packet_log, json, quiet),
+        Cmd::Tune(a) => tune(*a),
         Cmd::Merge { dirs, out } => match harness::sweep::merge(&dirs, &out) {
             Ok(n) => {
                 println!("{}: {n} run(s) merged", out.display());
@@ -876,4 +919,121 @@ fn sweep(
     } else {
         0
     })
+}
+
+fn tune(a: TuneArgs) -> anyhow::Result<i32> {
+    if a.algorithm != "smcc" {
+        bad_input(format!(
+            "tune: `{}` cannot be tuned offline; allowed: smcc",
+            a.algorithm
+        ));
+    }
+    let rates: Vec<f64> = if a.rates.is_empty() {
+        vec!["20mbit".into()]
+    } else {
+        a.rates.clone()
+    }
+    .iter()
+    .map(|r| {
+        cc_algorithms::units::parse_rate(r)
+            .filter(|v| *v >= 1000.0)
+            .unwrap_or_else(|| bad_input(format!("--rate: `{r}` is not a rate such as 20mbit")))
+    })
+    .collect();
+    let rtts: Vec<u64> = if a.rtts.is_empty() {
+        vec!["40ms".into()]
+    } else {
+        a.rtts.clone()
+    }
+    .iter()
+    .map(|t| {
+        parse_duration_ns(t)
+            .filter(|v| *v > 0)
+            .unwrap_or_else(|| bad_input(format!("--rtt: `{t}` is not a time such as 40ms")))
+    })
+    .collect();
+    let duration_ns = parse_duration_ns(&a.duration)
+        .filter(|v| *v >= 1_000_000_000)
+        .unwrap_or_else(|| {
+            bad_input(format!(
+                "--duration: `{}` is not a time of at least 1s",
+                a.duration
+            ))
+        });
+    if a.swarm == 0 || a.iterations == 0 {
+        bad_input("--swarm and --iterations must be at least 1");
+    }
+    let link = harness::link::LinkSpec::from_pairs(
+        [
+            ("queue", a.queue.as_str()),
+            ("aqm", a.aqm.as_str()),
+            ("backend", "emu"),
+        ],
+        std::path::Path::new("."),
+    )
+    .unwrap_or_else(|e| bad_input(e));
+    let cfg = harness::tune::TuneConfig {
+        link,
+        rates,
+        rtts_ns: rtts,
+        swarm: a.swarm,
+        iterations: a.iterations,
+        duration_ns,
+        max: 20.0,
+        delta: 1.0,
+        lambda: 10.0,
+        seed: a.seed,
+    };
+    let run_cfg = harness::run::RunConfig {
+        out: a.out.clone(),
+        bin_dir: bin_dir(),
+        backend: Backend::Emu,
+        quiet: true,
+        stop: stop_flag()?,
+        per_packet_log: false,
+    };
+    let work = a
+        .work
+        .clone()
+        .unwrap_or_else(|| harness::tune::default_work(&a.out));
+    let quiet = a.quiet;
+    let r = harness::tune::tune(&cfg, &run_cfg, &work, &a.out, |e, done, total| {
+        if !quiet {
+            eprintln!(
+                "[{done}/{total}] condition {} alpha {:.2} beta {:.2}: fitness {:.3} (utilization {:.1}%, queue {:.1} ms, loss {:.2}%)",
+                e.condition,
+                e.params[0],
+                e.params[1],
+                e.fitness,
+                e.utilization * 100.0,
+                e.queue_ms,
+                e.loss_rate * 100.0
+            );
+        }
+    });
+    match r {
+        Ok((table, _)) => {
+            for e in &table.entry {
+                println!(
+                    "rtt {:.0} ms, rate {:.1} Mbit/s: alpha {:.3}, beta {:.3} (fitness {:.3})",
+                    e.rtt_ms,
+                    e.rate_bps / 1e6,
+                    e.alpha,
+                    e.beta,
+                    e.fitness
+                );
+            }
+            println!(
+                "table: {} (use --cc smcc:table={})",
+                a.out.display(),
+                a.out.display()
+            );
+            Ok(0)
+        }
+        Err(harness::run::RunError::Interrupted) => {
+            eprintln!("cclab: interrupted; no table written");
+            Ok(130)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
