@@ -95,4 +95,9 @@ fn every_shipped_scenario_parses() {
         }
     }
     assert!(n >= 4, "{n} scenarios");
+    for e in std::fs::read_dir(dir.join("sweeps")).unwrap() {
+        let p = e.unwrap().path();
+        let sw = harness::sweep::Sweep::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert!(sw.len() > 1);
+    }
 }
