@@ -359,7 +359,7 @@ impl LateHist {
     }
 }
 
-const SPIN_NS: u64 = 50_000;
+const SPIN_NS: u64 = 20_000;
 const MAX_SLEEP_NS: u64 = 10_000_000;
 
 fn run(
