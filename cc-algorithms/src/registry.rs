@@ -229,6 +229,23 @@ const EWPHCC_PARAMS: &[ParamInfo] = &[
     ),
 ];
 
+const HYSTART_PARAMS: &[ParamInfo] = &[number(
+    "hystart",
+    "0 or 1",
+    1.0,
+    0.0,
+    1.0,
+    "1: quiche's HyStart++ ends slow start on RTT increase (quiche's default); 0: slow start ends at the first loss",
+)];
+
+/// Applies `hystart=` to a built-in.
+fn hystart(c: Controller, p: &Params) -> Controller {
+    match c {
+        Controller::Builtin(a, _) => Controller::Builtin(a, p.get("hystart") >= 0.5),
+        other => other,
+    }
+}
+
 const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "swarm",
@@ -337,7 +354,7 @@ fn binomial(name: &'static str, p: &Params) -> Controller {
 }
 
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
-    Controller::Builtin(algo)
+    Controller::Builtin(algo, true)
 }
 
 const ENTRIES: &[Entry] = &[
@@ -510,20 +527,20 @@ const ENTRIES: &[Entry] = &[
     Entry {
         info: AlgorithmInfo {
             name: "reno",
-            summary: "quiche's built-in Reno (with HyStart++ unless disabled)",
+            summary: "quiche's built-in Reno",
             origin: Origin::Builtin,
-            params: &[],
+            params: HYSTART_PARAMS,
         },
-        build: |_| builtin(CongestionControlAlgorithm::Reno),
+        build: |p| hystart(builtin(CongestionControlAlgorithm::Reno), p),
     },
     Entry {
         info: AlgorithmInfo {
             name: "cubic",
             summary: "quiche's built-in CUBIC (RFC 9438), quiche's default",
             origin: Origin::Builtin,
-            params: &[],
+            params: HYSTART_PARAMS,
         },
-        build: |_| builtin(CongestionControlAlgorithm::CUBIC),
+        build: |p| hystart(builtin(CongestionControlAlgorithm::CUBIC), p),
     },
     Entry {
         info: AlgorithmInfo {
@@ -550,7 +567,7 @@ pub fn names() -> Vec<&'static str> {
 #[derive(Clone)]
 pub enum Controller {
     /// One of quiche's own algorithms.
-    Builtin(CongestionControlAlgorithm),
+    Builtin(CongestionControlAlgorithm, bool),
     /// A plugin factory.
     Plugin(Arc<dyn CongestionControllerFactory>),
 }
@@ -558,7 +575,7 @@ pub enum Controller {
 impl fmt::Debug for Controller {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Controller::Builtin(a) => write!(f, "Builtin({a:?})"),
+            Controller::Builtin(a, h) => write!(f, "Builtin({a:?}, hystart={h})"),
             Controller::Plugin(p) => write!(f, "Plugin({})", p.name()),
         }
     }
@@ -568,7 +585,10 @@ impl Controller {
     /// Makes every connection built from `config` use this algorithm.
     pub fn apply(&self, config: &mut quiche::Config) {
         match self {
-            Controller::Builtin(a) => config.set_cc_algorithm(*a),
+            Controller::Builtin(a, hystart) => {
+                config.set_cc_algorithm(*a);
+                config.enable_hystart(*hystart);
+            }
             Controller::Plugin(f) => config.set_cc_factory(f.clone()),
         }
     }
@@ -579,7 +599,7 @@ impl Controller {
     pub fn apply_to_connection(&self, conn: &mut quiche::Connection) -> Result<(), quiche::Error> {
         match self {
             Controller::Plugin(f) => conn.set_cc_factory(f.clone()),
-            Controller::Builtin(_) => Err(quiche::Error::InvalidState),
+            Controller::Builtin(..) => Err(quiche::Error::InvalidState),
         }
     }
 }
@@ -835,9 +855,16 @@ mod tests {
     fn parses_names_and_parameters() {
         assert!(matches!(
             parse("reno"),
-            Ok(Controller::Builtin(CongestionControlAlgorithm::Reno))
+            Ok(Controller::Builtin(CongestionControlAlgorithm::Reno, true))
         ));
-        assert!(matches!(parse("bbr2"), Ok(Controller::Builtin(_))));
+        assert!(matches!(parse("bbr2"), Ok(Controller::Builtin(..))));
+        assert!(matches!(
+            parse("cubic:hystart=0"),
+            Ok(Controller::Builtin(
+                CongestionControlAlgorithm::CUBIC,
+                false
+            ))
+        ));
         match parse("vegas:alpha=1, beta=3").unwrap() {
             Controller::Plugin(f) => assert_eq!(f.name(), "vegas"),
             other => panic!("{other:?}"),
