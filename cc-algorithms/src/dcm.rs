@@ -234,7 +234,7 @@ impl CongestionController for Dcm {
             }
             self.rtt_old = Some(srtt);
         }
-        if ack.delivery_rate_app_limited {
+        if NewReno::app_limited(ack) {
             return;
         }
         let fresh = ack

@@ -105,6 +105,16 @@ impl NewReno {
         self.recovery_start.is_some_and(|start| time_sent <= start)
     }
 
+    /// RFC 9002 7.8: whether this ACK found the sender application-limited,
+    /// so it must not grow the window. This is the delivery-rate sample's
+    /// flag (the application had nothing to send), not `ack.app_limited`,
+    /// which quiche sets whenever a packet leaves below the window: every
+    /// packet of a paced sender, and plugins are paced. Every algorithm
+    /// here asks this one function.
+    pub(crate) fn app_limited(ack: &AckEvent) -> bool {
+        ack.delivery_rate_app_limited
+    }
+
     /// Slow start and congestion avoidance for one ACK (RFC 9002 B.5).
     pub(crate) fn grow(&mut self, ack: &AckEvent) {
         self.grow_up_to(ack, self.ssthresh);
@@ -114,7 +124,7 @@ impl NewReno {
     /// instead of ssthresh (EWPHCC's normal phase slow-starts whatever
     /// ssthresh is).
     pub(crate) fn grow_up_to(&mut self, ack: &AckEvent, slow_start_limit: usize) {
-        if ack.delivery_rate_app_limited {
+        if Self::app_limited(ack) {
             if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
                 self.recovering = false;
             }
@@ -144,7 +154,7 @@ impl NewReno {
     /// (nothing while app-limited). The fraction of a byte not yet added is
     /// carried in `pending`.
     pub(crate) fn grow_per_rtt(&mut self, ack: &AckEvent, per_rtt: f64, pending: &mut f64) {
-        if ack.delivery_rate_app_limited {
+        if Self::app_limited(ack) {
             return;
         }
         let fresh: usize = ack

@@ -227,6 +227,46 @@ pub struct Smcc {
     chosen: Option<usize>,
 }
 
+/// SMCC's fitness (module docs): the rate as a fraction of the best (or of
+/// the capacity), less `delta` times the queueing delay as a fraction of
+/// the base RTT, less `lambda` times the loss fraction. Shared by the
+/// online mode and `cclab tune smcc`.
+pub fn fitness(
+    rate_fraction: f64,
+    queueing_fraction: f64,
+    loss: f64,
+    delta: f64,
+    lambda: f64,
+) -> f64 {
+    rate_fraction - delta * queueing_fraction - lambda * loss
+}
+
+/// The swarm SMCC runs (online, and offline in `cclab tune smcc`): inertia
+/// 0.9 to 0.4, c1 = c2 = 2, velocity clamped to 20% of the range, alpha in
+/// [1, max - 0.5] and beta in [1.5, max].
+pub fn pso_config(swarm: usize, iterations: usize, max: f64, seed: u64) -> PsoConfig {
+    PsoConfig {
+        swarm: swarm.max(1),
+        iterations,
+        w_start: 0.9,
+        w_end: 0.4,
+        c1: 2.0,
+        c2: 2.0,
+        vmax_fraction: 0.2,
+        lower: [1.0, 1.5],
+        upper: [max - 0.5, max],
+        seed,
+    }
+}
+
+/// The swarm's own repair after each move (a plain fn, as the swarm takes
+/// one): `1 <= alpha`, `beta >= alpha + 0.5`. The upper bound is applied
+/// with [`repair`] when a position is used.
+pub fn keep_order([a, b]: [f64; 2]) -> [f64; 2] {
+    let a = a.max(1.0);
+    [a, b.max(a + 0.5)]
+}
+
 /// Keeps `1 <= alpha < beta <= max`, at least half a packet apart.
 pub fn repair(max: f64) -> impl Fn([f64; 2]) -> [f64; 2] {
     move |[a, b]| {
@@ -239,20 +279,10 @@ impl Smcc {
     /// A controller for a new path.
     pub fn new(cfg: SmccConfig, config: &ControllerConfig) -> Self {
         let max = cfg.max.max(2.0);
-        let pso = PsoConfig {
-            swarm: cfg.swarm.max(1),
-            iterations: cfg.iterations,
-            w_start: 0.9,
-            w_end: 0.4,
-            c1: 2.0,
-            c2: 2.0,
-            vmax_fraction: 0.2,
-            lower: [1.0, 1.5],
-            upper: [max - 0.5, max],
-            seed: cfg.seed,
-        };
-        // Swarm::new takes a plain fn; the bound is re-applied below.
-        let swarm = Swarm::new(pso, |[a, b]| [a.max(1.0), b.max(a.max(1.0) + 0.5)]);
+        let swarm = Swarm::new(
+            pso_config(cfg.swarm, cfg.iterations, max, cfg.seed),
+            keep_order,
+        );
         let defaults = VegasConfig::default();
         Smcc {
             vegas: Vegas::new(defaults.clone(), config),
@@ -288,7 +318,7 @@ impl Smcc {
         } else {
             0.0
         };
-        r - self.cfg.delta * q - self.cfg.lambda * loss
+        fitness(r, q, loss, self.cfg.delta, self.cfg.lambda)
     }
 
     fn apply(&mut self, [a, b]: [f64; 2]) {

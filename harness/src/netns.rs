@@ -21,7 +21,6 @@
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, Once};
 
 /// Every namespace this project creates starts with this.
 pub const PREFIX: &str = "cclab-";
@@ -188,37 +187,20 @@ pub fn cleanup(stale_only: bool) -> Result<Cleaned, NetnsError> {
     Ok(done)
 }
 
-static LIVE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static COUNTER: AtomicU32 = AtomicU32::new(0);
-static SIGNALS: Once = Once::new();
 
-/// Deletes every namespace this process has alive. Called on signals.
-pub fn cleanup_live() {
-    let names: Vec<String> = LIVE
-        .lock()
-        .map(|mut v| std::mem::take(&mut *v))
-        .unwrap_or_default();
-    for ns in names {
-        let _ = delete(&ns);
+/// Moves the calling thread (only it) into network namespace `name`, so
+/// the sockets it creates from then on live there.
+pub fn enter(name: &str) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    validate_name(name)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let f = std::fs::File::open(format!("/run/netns/{name}"))?;
+    // SAFETY: setns on a valid namespace fd; it affects only this thread.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
-}
-
-/// On SIGINT, SIGTERM or SIGHUP: delete this process's namespaces (with
-/// the processes in them), then exit with 128 + the signal. Call once at
-/// the start of a program that creates topologies; later calls do nothing.
-pub fn cleanup_on_signals() {
-    SIGNALS.call_once(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
-            std::thread::spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    eprintln!("cclab: signal {sig}: removing namespaces and qdiscs, then stopping");
-                    cleanup_live();
-                    std::process::exit(128 + sig);
-                }
-            });
-        }
-    });
+    Ok(())
 }
 
 /// Three namespaces joined by two veth pairs; removed on drop.
@@ -253,10 +235,6 @@ impl Topology {
             id,
             removed: false,
         };
-        // Register before creating anything, so a signal mid-way cleans up.
-        if let Ok(mut l) = LIVE.lock() {
-            l.extend([t.client.clone(), t.router.clone(), t.server.clone()]);
-        }
         t.build(forward)?;
         Ok(t)
     }
@@ -360,9 +338,6 @@ impl Topology {
             if let Err(e) = delete(ns) {
                 first_err.get_or_insert(e);
             }
-        }
-        if let Ok(mut l) = LIVE.lock() {
-            l.retain(|n| ![&self.client, &self.router, &self.server].contains(&n));
         }
         first_err.map_or(Ok(()), Err)
     }

@@ -21,12 +21,7 @@ const HEADER: usize = 16;
 
 fn enter(ns: Option<&str>) -> io::Result<()> {
     if let Some(ns) = ns {
-        use std::os::fd::AsRawFd;
-        let f = std::fs::File::open(format!("/run/netns/{ns}"))?;
-        // SAFETY: setns on a namespace fd; affects only the calling thread.
-        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        crate::netns::enter(ns)?;
     }
     // SAFETY: only this thread's timer slack changes.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };

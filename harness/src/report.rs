@@ -264,17 +264,6 @@ fn svg_chart(
     Ok(svg)
 }
 
-fn steps(pts: &[(f64, f64)], k: f64) -> Vec<(f64, f64)> {
-    let mut out = Vec::with_capacity(pts.len() * 2);
-    for (i, &(t, v)) in pts.iter().enumerate() {
-        if i > 0 {
-            out.push((t, pts[i - 1].1 * k));
-        }
-        out.push((t, v * k));
-    }
-    out
-}
-
 /// Writes the report for the runs under `dirs` to `out` (`.md` for
 /// Markdown, anything else HTML).
 pub fn write(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
@@ -403,7 +392,11 @@ pub fn write(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
                     continue;
                 };
                 if into == 0 {
-                    cwnd.push((label.clone(), steps(&conn.series.cwnd, 1e-3), c));
+                    cwnd.push((
+                        label.clone(),
+                        qlog_analysis::plot::steps(&conn.series.cwnd, 1e-3),
+                        c,
+                    ));
                     rtt.push((label.clone(), conn.series.smoothed_rtt_ms.clone(), c));
                 } else {
                     let pts: Vec<(f64, f64)> = conn

@@ -75,6 +75,20 @@ pub struct FlowSpec {
     pub count: u32,
 }
 
+impl FlowSpec {
+    /// One download of `cc` from the start to the end of the scenario.
+    pub fn download(cc: impl Into<String>) -> FlowSpec {
+        FlowSpec {
+            cc: cc.into(),
+            direction: Direction::Download,
+            start_ns: 0,
+            size: None,
+            duration_ns: None,
+            count: 1,
+        }
+    }
+}
+
 /// Constant-bit-rate UDP cross traffic, optionally on/off.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CrossSpec {
@@ -213,14 +227,7 @@ impl Default for Scenario {
             repetitions: 1,
             seed: 1,
             link: LinkSpec::default(),
-            flows: vec![FlowSpec {
-                cc: "cubic".into(),
-                direction: Direction::Download,
-                start_ns: 0,
-                size: None,
-                duration_ns: None,
-                count: 1,
-            }],
+            flows: vec![FlowSpec::download("cubic")],
             cross: Vec::new(),
         }
     }

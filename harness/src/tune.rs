@@ -15,12 +15,12 @@
 
 use std::path::{Path, PathBuf};
 
-use cc_algorithms::pso::{PsoConfig, Swarm};
-use cc_algorithms::smcc::{repair, SmccTable, TableEntry};
+use cc_algorithms::pso::Swarm;
+use cc_algorithms::smcc::{fitness, keep_order, pso_config, repair, SmccTable, TableEntry};
 
 use crate::link::LinkSpec;
 use crate::run::{RunConfig, RunError};
-use crate::scenario::{Direction, FlowSpec, Scenario};
+use crate::scenario::{FlowSpec, Scenario};
 
 /// How to tune.
 #[derive(Clone, Debug)]
@@ -84,19 +84,8 @@ pub fn tune(
     let mut evals = Vec::new();
     for (c, &(rate, rtt)) in conditions.iter().enumerate() {
         let mut swarm = Swarm::new(
-            PsoConfig {
-                swarm: cfg.swarm.max(1),
-                iterations: cfg.iterations.max(1),
-                w_start: 0.9,
-                w_end: 0.4,
-                c1: 2.0,
-                c2: 2.0,
-                vmax_fraction: 0.2,
-                lower: [1.0, 1.5],
-                upper: [max - 0.5, max],
-                seed: cfg.seed + c as u64,
-            },
-            |[a, b]| [a.max(1.0), b.max(a.max(1.0) + 0.5)],
+            pso_config(cfg.swarm, cfg.iterations.max(1), max, cfg.seed + c as u64),
+            keep_order,
         );
         let mut link = cfg.link.clone();
         for d in [&mut link.up, &mut link.down] {
@@ -114,14 +103,9 @@ pub fn tune(
                 repetitions: 1,
                 seed: cfg.seed,
                 link: link.clone(),
-                flows: vec![FlowSpec {
-                    cc: format!("vegas:alpha={a:.4},beta={b:.4}"),
-                    direction: Direction::Download,
-                    start_ns: 0,
-                    size: None,
-                    duration_ns: None,
-                    count: 1,
-                }],
+                flows: vec![FlowSpec::download(format!(
+                    "vegas:alpha={a:.4},beta={b:.4}"
+                ))],
                 cross: Vec::new(),
             };
             let mut rc = base.clone();
@@ -137,7 +121,13 @@ pub fn tune(
             } else {
                 0.0
             };
-            let fitness = util - cfg.delta * queue_ms / (rtt as f64 / 1e6) - cfg.lambda * loss;
+            let fitness = fitness(
+                util,
+                queue_ms / (rtt as f64 / 1e6),
+                loss,
+                cfg.delta,
+                cfg.lambda,
+            );
             swarm.report(fitness);
             let e = Evaluation {
                 condition: c,

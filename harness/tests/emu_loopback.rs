@@ -20,20 +20,27 @@ fn lo() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-#[test]
-fn saturated_link_delivers_its_rate_and_logs_every_packet() {
-    let l = link(&[("rate", "20mbit"), ("rtt", "20ms"), ("queue", "1bdp")]);
+/// A probe receiver behind an emulator of `l` on loopback (logs into
+/// `log_dir` when given).
+fn through(l: LinkSpec, log_dir: Option<&Path>) -> (Receiver, Emulator) {
     let rx = Receiver::bind(None, lo()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let mut cfg = EmuConfig::new(
-        l.clone(),
+        l,
         vec![Route {
             listen: lo(),
             target: rx.local_addr(),
         }],
     );
-    cfg.log_dir = Some(dir.path().to_path_buf());
+    cfg.log_dir = log_dir.map(Path::to_path_buf);
     let emu = Emulator::start(cfg).unwrap();
+    (rx, emu)
+}
+
+#[test]
+fn saturated_link_delivers_its_rate_and_logs_every_packet() {
+    let l = link(&[("rate", "20mbit"), ("rtt", "20ms"), ("queue", "1bdp")]);
+    let dir = tempfile::tempdir().unwrap();
+    let (rx, emu) = through(l.clone(), Some(dir.path()));
     // Offer 30 Mbit/s for 2 s: the queue fills and the link runs flat out.
     let sent = probe::send(
         None,
@@ -86,15 +93,7 @@ fn saturated_link_delivers_its_rate_and_logs_every_packet() {
 #[test]
 fn one_way_delay_matches_the_configuration() {
     let l = link(&[("rate", "10mbit"), ("rtt", "40ms")]);
-    let rx = Receiver::bind(None, lo()).unwrap();
-    let emu = Emulator::start(EmuConfig::new(
-        l,
-        vec![Route {
-            listen: lo(),
-            target: rx.local_addr(),
-        }],
-    ))
-    .unwrap();
+    let (rx, emu) = through(l, None);
     // 2 Mbit/s offered: no standing queue, so delay = 20 ms + serialization.
     let sent = probe::send(
         None,
@@ -130,15 +129,7 @@ fn random_loss_is_within_the_binomial_interval() {
         ("queue", "10bdp"),
         ("seed", "11"),
     ]);
-    let rx = Receiver::bind(None, lo()).unwrap();
-    let emu = Emulator::start(EmuConfig::new(
-        l,
-        vec![Route {
-            listen: lo(),
-            target: rx.local_addr(),
-        }],
-    ))
-    .unwrap();
+    let (rx, emu) = through(l, None);
     let sent = probe::send(
         None,
         emu.listen_addrs()[0],
@@ -165,15 +156,7 @@ fn random_loss_is_within_the_binomial_interval() {
 #[test]
 fn flows_share_one_bottleneck_in_both_directions() {
     let l = link(&[("rate", "10mbit"), ("rtt", "10ms"), ("queue", "2bdp")]);
-    let rx = Receiver::bind(None, lo()).unwrap();
-    let emu = Emulator::start(EmuConfig::new(
-        l,
-        vec![Route {
-            listen: lo(),
-            target: rx.local_addr(),
-        }],
-    ))
-    .unwrap();
+    let (rx, emu) = through(l, None);
     let to = emu.listen_addrs()[0];
     // Two senders at 10 Mbit/s each into a 10 Mbit/s link.
     let a = std::thread::spawn(move || {
@@ -263,16 +246,7 @@ fn saturate(
 ) {
     let dir = tempfile::tempdir().unwrap();
     let l = LinkSpec::from_pairs(pairs.iter().copied(), dir.path()).unwrap();
-    let rx = Receiver::bind(None, lo()).unwrap();
-    let mut cfg = EmuConfig::new(
-        l,
-        vec![Route {
-            listen: lo(),
-            target: rx.local_addr(),
-        }],
-    );
-    cfg.log_dir = Some(dir.path().to_path_buf());
-    let emu = Emulator::start(cfg).unwrap();
+    let (rx, emu) = through(l, Some(dir.path()));
     let sent = probe::send(
         None,
         emu.listen_addrs()[0],

@@ -1,7 +1,7 @@
 //! Opening qlog files: plain, gzip or zstd, recognised by their first bytes.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 /// Opens `path` for reading, decompressing `.gz` and `.zst` content
@@ -22,26 +22,4 @@ pub fn open(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
     } else {
         Box::new(r)
     })
-}
-
-/// A reader that counts the bytes passing through it.
-pub struct Counting<R> {
-    inner: R,
-    /// Bytes read so far.
-    pub bytes: u64,
-}
-
-impl<R> Counting<R> {
-    /// Wraps `inner`.
-    pub fn new(inner: R) -> Self {
-        Counting { inner, bytes: 0 }
-    }
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
 }

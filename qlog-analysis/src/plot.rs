@@ -150,8 +150,9 @@ fn lighter(c: RGBColor, f: f64) -> RGBColor {
     RGBColor(m(c.0), m(c.1), m(c.2))
 }
 
-/// A value holds until the next update: draw it as steps, not slopes.
-fn steps(pts: &[(f64, f64)], k: f64) -> Vec<(f64, f64)> {
+/// A value holds until the next update: draw it as steps, not slopes
+/// (values scaled by `k`).
+pub fn steps(pts: &[(f64, f64)], k: f64) -> Vec<(f64, f64)> {
     let mut out = Vec::with_capacity(pts.len() * 2);
     for (i, &(t, v)) in pts.iter().enumerate() {
         if i > 0 {

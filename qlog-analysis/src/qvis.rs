@@ -189,7 +189,6 @@ fn num(v: &Value) -> Option<f64> {
 
 struct Exporter<W: Write> {
     w: QvisWriter<W>,
-    info: TraceInfo,
     rtt_scale: f64,
     pacing_scale: f64,
     open: bool,
@@ -197,7 +196,6 @@ struct Exporter<W: Write> {
 
 impl<W: Write> Sink for Exporter<W> {
     fn trace_start(&mut self, info: &TraceInfo) {
-        self.info = info.clone();
         self.rtt_scale = info.rtt_to_ms;
         self.pacing_scale = info.pacing_to_bps;
         let sep = if self.w.traces > 0 { "," } else { "" };
@@ -293,7 +291,6 @@ pub fn export(input: &Path, output: &Path) -> Result<Exported, ExportError> {
         .unwrap_or_default();
     let mut ex = Exporter {
         w: QvisWriter::new(f, &title).map_err(werr)?,
-        info: TraceInfo::default(),
         rtt_scale: 1.0,
         pacing_scale: 1.0,
         open: false,

@@ -759,14 +759,7 @@ fn demo(out: Option<PathBuf>, duration: &str, json: bool, quiet: bool) -> anyhow
             name: a.name.replace('+', "plus"),
             duration_ns: dur,
             link: link.clone(),
-            flows: vec![harness::scenario::FlowSpec {
-                cc: spec.clone(),
-                direction: harness::scenario::Direction::Download,
-                start_ns: 0,
-                size: None,
-                duration_ns: None,
-                count: 1,
-            }],
+            flows: vec![harness::scenario::FlowSpec::download(spec.clone())],
             ..Scenario::default()
         };
         let cfg = harness::run::RunConfig {

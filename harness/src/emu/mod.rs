@@ -32,25 +32,23 @@ pub use packet::{DropReason, Packet};
 pub use pipeline::{Counters, Direction};
 pub use runtime::{EmuConfig, EmuError, EmuReport, Emulator, Lateness, Route, Snapshot};
 
-/// Nanoseconds on `CLOCK_MONOTONIC`, the clock shared by every process on
-/// the machine (and every namespace), so a probe and the emulator agree.
-pub fn monotonic_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Nanoseconds on `CLOCK_MONOTONIC`, the clock shared by every process on
+/// the machine (and every namespace), so a probe and the emulator agree.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// CPU time this thread has used, ns.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: as above.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }

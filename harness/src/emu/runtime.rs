@@ -210,16 +210,6 @@ impl Drop for Emulator {
     }
 }
 
-fn enter_netns(name: &str) -> io::Result<()> {
-    use std::os::fd::AsRawFd as _;
-    let f = std::fs::File::open(format!("/run/netns/{name}"))?;
-    // SAFETY: setns on a valid namespace fd; it affects only this thread.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 fn set_buffers(s: &UdpSocket) {
     let size: libc::c_int = 8 << 20;
     for (force, plain) in [
@@ -370,7 +360,7 @@ fn run(
 ) -> Result<EmuReport, EmuError> {
     let setup = || -> Result<Vec<UdpSocket>, EmuError> {
         if let Some(ns) = &cfg.netns {
-            enter_netns(ns).map_err(|source| EmuError::Netns {
+            crate::netns::enter(ns).map_err(|source| EmuError::Netns {
                 name: ns.clone(),
                 source,
             })?;
