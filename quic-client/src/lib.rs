@@ -5,15 +5,18 @@
 //! duration, and reports bytes, goodput and per-interval congestion state.
 //! The client does not verify the server's certificate: it is a measurement
 //! tool for test networks whose servers use self-signed certificates.
+//!
+//! The transfer itself is [`quic_app::client::ClientApp`]; this crate is
+//! the socket loop around it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cc_algorithms::Controller;
-use quic_server::endpoint::{self, Socket, MAX_DATAGRAM_SIZE};
-use quiche::h3::NameValue;
-use serde::Serialize;
+use quic_app::client::{ClientApp, ClientSettings};
+use quic_app::io::{flush, Socket};
+use quic_app::{QlogLevel, MAX_DATAGRAM_SIZE};
 
 /// What to transfer.
 #[derive(Debug, Clone)]
@@ -83,74 +86,7 @@ pub fn parse_size(s: &str) -> Result<u64, InputError> {
         .ok_or_else(|| InputError::Size(s.to_string()))
 }
 
-/// One reporting interval.
-#[derive(Debug, Clone, Serialize)]
-pub struct Interval {
-    /// Seconds since the transfer started, at the interval's start.
-    pub start_s: f64,
-    /// Seconds since the transfer started, at the interval's end.
-    pub end_s: f64,
-    /// Payload bytes: received (download), or sent minus lost on the wire
-    /// (upload, which quiche cannot report as acknowledged payload).
-    pub bytes: u64,
-    /// `bytes` over the interval, bits per second.
-    pub goodput_bps: f64,
-    /// The client's own congestion window, bytes. It governs uploads; for
-    /// a download the sender's window is in the server's qlog.
-    pub cwnd: u64,
-    /// Smoothed RTT, milliseconds.
-    pub srtt_ms: f64,
-    /// Packets this endpoint declared lost in the interval.
-    pub lost_packets: u64,
-}
-
-/// The report of a transfer.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    /// The URL.
-    pub url: String,
-    /// `download` or `upload`.
-    pub direction: &'static str,
-    /// Congestion control this end used.
-    pub cc: String,
-    /// Payload bytes moved (for uploads, as counted by the server).
-    pub bytes: u64,
-    /// Seconds from the first request byte to the end.
-    pub duration_s: f64,
-    /// `bytes` over `duration_s`, bits per second.
-    pub goodput_bps: f64,
-    /// Whether the transfer completed as asked.
-    pub complete: bool,
-    /// HTTP status, if a response arrived.
-    pub status: Option<u16>,
-    /// Handshake time, milliseconds.
-    pub handshake_ms: Option<f64>,
-    /// Packets this endpoint sent, from quiche's statistics.
-    pub sent_packets: u64,
-    /// Packets declared lost by this endpoint.
-    pub lost_packets: u64,
-    /// Final smoothed RTT, milliseconds.
-    pub srtt_ms: f64,
-    /// The client's qlog file, if written.
-    pub qlog: Option<PathBuf>,
-    /// The server's connection id (hex): its qlog is `server-<peer_cid>.sqlog`.
-    pub peer_cid: String,
-    /// Why the transfer did not complete.
-    pub error: Option<String>,
-    /// Periodic reports.
-    pub intervals: Vec<Interval>,
-}
-
-struct State {
-    stream: Option<u64>,
-    status: Option<u16>,
-    received: u64,
-    upload_left: u64,
-    upload_sent: u64,
-    upload_ack_count: Option<u64>,
-    response_body: Vec<u8>,
-    done: bool,
-}
+pub use quic_app::client::{Interval, Report};
 
 /// Runs one transfer.
 pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
@@ -170,10 +106,10 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     let socket = Socket::bind(bind).await?;
     let local = socket.local_addr();
 
-    let mut config = endpoint::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
+    let mut config = quic_app::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
     config.verify_peer(false);
     cfg.cc.apply(&mut config);
-    let scid = endpoint::random_cid();
+    let scid = quic_app::random_cid();
     let mut conn = quiche::connect(
         Some(&host),
         &quiche::ConnectionId::from_ref(&scid),
@@ -182,45 +118,47 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         &mut config,
     )?;
     let qlog = match &cfg.qlog_dir {
-        Some(dir) => Some(endpoint::attach_qlog(&mut conn, dir, "client", &scid)?),
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            let path = dir.join(format!("client-{}.sqlog", quic_app::hex(&scid)));
+            let file = std::fs::File::create(&path)?;
+            quic_app::attach_qlog(
+                &mut conn,
+                Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
+                "client",
+                &scid,
+                QlogLevel::Extra,
+            );
+            Some(path)
+        }
         None => None,
     };
-    let h3_config = quiche::h3::Config::new()?;
-    let mut h3: Option<quiche::h3::Connection> = None;
-
-    let start = Instant::now();
-    let mut transfer_start: Option<Instant> = None;
-    let mut handshake_ms = None;
-    let mut st = State {
-        stream: None,
-        status: None,
-        received: 0,
-        upload_left: cfg.upload.unwrap_or(0),
-        upload_sent: 0,
-        upload_ack_count: None,
-        response_body: Vec::new(),
-        done: false,
+    let path = match cfg.url.query() {
+        Some(q) => format!("{}?{q}", cfg.url.path()),
+        None => cfg.url.path().to_string(),
     };
-    let mut intervals = Vec::new();
-    let mut last_tick = (0.0f64, 0u64, 0u64);
-    let mut next_tick: Option<Instant> = None;
-    let mut deadline: Option<Instant> = None;
+    let settings = ClientSettings {
+        authority: host.clone(),
+        path,
+        upload: cfg.upload,
+        duration: cfg.duration,
+        interval: cfg.interval,
+        print_intervals: cfg.print_intervals,
+        timeout: cfg.timeout,
+        url: cfg.url.to_string(),
+        cc: format!("{:?}", cfg.cc),
+    };
+    let mut app = ClientApp::new(conn, settings, Instant::now())?;
     let mut buf = vec![0u8; 65535];
     let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
-    let mut error = None;
-    let mut stopped_by_duration = false;
-    let body = vec![0x5au8; 64 * 1024];
-    let mut pace_until = endpoint::flush(&mut conn, &socket, &mut batch).await?;
+    let mut pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
     // Ctrl-C closes the connection properly, so both qlogs are complete.
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut interrupted = false;
 
     loop {
-        let wake = [conn.timeout_instant(), pace_until, next_tick, deadline]
-            .into_iter()
-            .flatten()
-            .min();
+        let wake = [app.timeout(), pace_until].into_iter().flatten().min();
         tokio::select! {
             meta = socket.recv(&mut buf) => {
                 let mut meta = Some(meta?);
@@ -230,7 +168,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                     while off < m.len {
                         let end = (off + stride).min(m.len);
                         if m.addr == peer {
-                            let _ = conn.recv(&mut buf[off..end], quiche::RecvInfo { from: m.addr, to: local });
+                            app.recv(&mut buf[off..end], quiche::RecvInfo { from: m.addr, to: local });
                         }
                         off = end;
                     }
@@ -240,213 +178,16 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
             _ = sleep_until(wake) => {}
             _ = &mut ctrl_c, if !interrupted => {
                 interrupted = true;
-                error = Some("interrupted".to_string());
-                let _ = conn.close(true, 0x100, b"interrupted");
+                app.interrupt();
             }
         }
-        let now = Instant::now();
-        if conn.timeout_instant().is_some_and(|t| t <= now) {
-            conn.on_timeout();
-        }
-        if now.duration_since(start) > cfg.timeout && transfer_start.is_none() {
-            error = Some(format!("no connection within {:?}", cfg.timeout));
-            let _ = conn.close(false, 0, b"timeout");
-        }
-
-        if h3.is_none() && conn.is_established() {
-            handshake_ms = Some(start.elapsed().as_secs_f64() * 1e3);
-            let mut h = quiche::h3::Connection::with_transport(&mut conn, &h3_config)?;
-            let path = match cfg.url.query() {
-                Some(q) => format!("{}?{q}", cfg.url.path()),
-                None => cfg.url.path().to_string(),
-            };
-            let method = if cfg.upload.is_some() { "POST" } else { "GET" };
-            let mut headers = vec![
-                quiche::h3::Header::new(b":method", method.as_bytes()),
-                quiche::h3::Header::new(b":scheme", b"https"),
-                quiche::h3::Header::new(b":authority", host.as_bytes()),
-                quiche::h3::Header::new(b":path", path.as_bytes()),
-                quiche::h3::Header::new(b"user-agent", b"cclab-quic-client"),
-            ];
-            if let Some(n) = cfg.upload {
-                headers.push(quiche::h3::Header::new(
-                    b"content-length",
-                    n.to_string().as_bytes(),
-                ));
-            }
-            st.stream = Some(h.send_request(&mut conn, &headers, cfg.upload == Some(0))?);
-            h3 = Some(h);
-            let t = Instant::now();
-            transfer_start = Some(t);
-            next_tick = cfg.interval.map(|i| t + i);
-            deadline = cfg.duration.map(|d| t + d);
-        }
-
-        if let (Some(h), Some(id)) = (h3.as_mut(), st.stream) {
-            // Upload body, as far as flow control allows.
-            while st.upload_left > 0 {
-                let n = st.upload_left.min(body.len() as u64) as usize;
-                match h.send_body(&mut conn, id, &body[..n], st.upload_left == n as u64) {
-                    Ok(w) => {
-                        st.upload_left -= w as u64;
-                        st.upload_sent += w as u64;
-                        if w < n {
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-            loop {
-                match h.poll(&mut conn) {
-                    Ok((sid, quiche::h3::Event::Headers { list, .. })) if sid == id => {
-                        st.status = list
-                            .iter()
-                            .find(|hd| hd.name() == b":status")
-                            .and_then(|hd| std::str::from_utf8(hd.value()).ok()?.parse().ok());
-                    }
-                    Ok((sid, quiche::h3::Event::Data)) if sid == id => {
-                        while let Ok(n) = h.recv_body(&mut conn, id, &mut buf) {
-                            st.received += n as u64;
-                            if cfg.upload.is_some() && st.response_body.len() < 64 {
-                                st.response_body.extend_from_slice(&buf[..n.min(64)]);
-                            }
-                        }
-                    }
-                    Ok((sid, quiche::h3::Event::Finished)) if sid == id => {
-                        st.done = true;
-                        if cfg.upload.is_some() {
-                            st.upload_ack_count = String::from_utf8_lossy(&st.response_body)
-                                .trim()
-                                .parse()
-                                .ok();
-                        }
-                        let _ = conn.close(true, 0x100, b"done");
-                    }
-                    Ok((_, quiche::h3::Event::Reset(e))) => {
-                        error = Some(format!("stream reset by the server (error {e})"));
-                        let _ = conn.close(true, 0x100, b"reset");
-                    }
-                    Ok(_) => {}
-                    Err(quiche::h3::Error::Done) => break,
-                    Err(e) => {
-                        error = Some(format!("HTTP/3 error: {e}"));
-                        let _ = conn.close(true, 0x101, b"h3 error");
-                        break;
-                    }
-                }
-            }
-        }
-
-        // Periodic reports.
-        if let (Some(t), Some(ts)) = (next_tick, transfer_start) {
-            if now >= t {
-                let stats = conn.stats();
-                let path = conn.path_stats().next();
-                let end_s = now.duration_since(ts).as_secs_f64();
-                let progress = if cfg.upload.is_some() {
-                    stats.sent_bytes.saturating_sub(stats.lost_bytes)
-                } else {
-                    st.received
-                };
-                let bytes = progress.saturating_sub(last_tick.1);
-                let iv = Interval {
-                    start_s: last_tick.0,
-                    end_s,
-                    bytes,
-                    goodput_bps: bytes as f64 * 8.0 / (end_s - last_tick.0).max(1e-9),
-                    cwnd: path.as_ref().map_or(0, |p| p.cwnd as u64),
-                    srtt_ms: path.as_ref().map_or(0.0, |p| p.rtt.as_secs_f64() * 1e3),
-                    lost_packets: (stats.lost as u64).saturating_sub(last_tick.2),
-                };
-                if cfg.print_intervals {
-                    eprintln!(
-                        "[{:6.2}-{:6.2} s] {:>12} B {:>9.2} Mbit/s  cwnd {:>8} B  srtt {:>7.2} ms  lost {}",
-                        iv.start_s, iv.end_s, iv.bytes, iv.goodput_bps / 1e6, iv.cwnd, iv.srtt_ms, iv.lost_packets
-                    );
-                }
-                last_tick = (end_s, progress, stats.lost as u64);
-                intervals.push(iv);
-                next_tick = cfg.interval.map(|i| t + i);
-            }
-        }
-
-        if deadline.is_some_and(|d| now >= d) && !conn.is_closed() && !st.done {
-            stopped_by_duration = true;
-            deadline = None;
-            let _ = conn.close(true, 0x100, b"duration reached");
-        }
-
-        if conn.is_closed() {
+        app.process(Instant::now());
+        if app.is_closed() {
             break;
         }
-        pace_until = endpoint::flush(&mut conn, &socket, &mut batch).await?;
+        pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
     }
-
-    let end = Instant::now();
-    let stats = conn.stats();
-    let srtt_ms = conn
-        .path_stats()
-        .next()
-        .map_or(0.0, |p| p.rtt.as_secs_f64() * 1e3);
-    let duration_s = transfer_start.map_or(0.0, |t| end.duration_since(t).as_secs_f64());
-    let bytes = match cfg.upload {
-        Some(_) if st.done => st.upload_ack_count.unwrap_or(0),
-        Some(_) => stats
-            .sent_bytes
-            .saturating_sub(stats.lost_bytes)
-            .min(st.upload_sent),
-        None => st.received,
-    };
-    let status_ok = st.status.is_some_and(|s| (200..300).contains(&s));
-    let complete = if interrupted {
-        false
-    } else if stopped_by_duration {
-        st.status.is_none_or(|s| (200..300).contains(&s)) && error.is_none()
-    } else {
-        st.done
-            && status_ok
-            && match cfg.upload {
-                Some(n) => st.upload_ack_count == Some(n),
-                None => true,
-            }
-    };
-    if error.is_none() && !complete {
-        error = Some(match (st.status, conn.peer_error(), conn.local_error()) {
-            (Some(s), _, _) if !status_ok => format!("server answered HTTP {s}"),
-            (_, Some(e), _) => format!(
-                "the server closed the connection (error {:#x}: {})",
-                e.error_code,
-                String::from_utf8_lossy(&e.reason)
-            ),
-            _ if conn.is_timed_out() => "the connection timed out".to_string(),
-            _ => "the transfer did not finish".to_string(),
-        });
-    }
-    let peer_cid = endpoint::hex(conn.destination_id().as_ref());
-    drop(conn);
-    Ok(Report {
-        url: cfg.url.to_string(),
-        direction: if cfg.upload.is_some() {
-            "upload"
-        } else {
-            "download"
-        },
-        cc: format!("{:?}", cfg.cc),
-        bytes,
-        duration_s,
-        goodput_bps: bytes as f64 * 8.0 / duration_s.max(1e-9),
-        complete,
-        status: st.status,
-        handshake_ms,
-        sent_packets: stats.sent as u64,
-        lost_packets: stats.lost as u64,
-        srtt_ms,
-        qlog,
-        peer_cid,
-        error,
-        intervals,
-    })
+    Ok(app.report(Instant::now(), qlog))
 }
 
 async fn sleep_until(t: Option<Instant>) {

@@ -1,0 +1,160 @@
+//! The socket path of the tokio binaries: a UDP socket with segmentation
+//! offload and a paced flush of a connection's packets.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
+use tokio::io::Interest;
+
+use crate::{Next, MAX_DATAGRAM_SIZE, PACING_SLACK};
+
+/// A UDP socket that sends with segmentation offload when the kernel has it.
+pub struct Socket {
+    io: tokio::net::UdpSocket,
+    state: UdpSocketState,
+    local: SocketAddr,
+    /// Datagrams one GSO send may carry (1 without GSO).
+    max_segments: usize,
+}
+
+impl Socket {
+    /// Binds `addr`.
+    pub async fn bind(addr: SocketAddr) -> io::Result<Socket> {
+        let io = tokio::net::UdpSocket::bind(addr).await?;
+        let state = UdpSocketState::new(UdpSockRef::from(&io))?;
+        // Room for bursts at high rates on a loopback.
+        let _ = state.set_send_buffer_size(UdpSockRef::from(&io), 8 << 20);
+        let _ = state.set_recv_buffer_size(UdpSockRef::from(&io), 8 << 20);
+        let local = io.local_addr()?;
+        // One send carries at most a 64 KiB UDP payload.
+        let max_segments = state
+            .max_gso_segments()
+            .clamp(1, u16::MAX as usize / MAX_DATAGRAM_SIZE);
+        Ok(Socket {
+            io,
+            state,
+            local,
+            max_segments,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Datagrams a single send may carry.
+    pub fn max_segments(&self) -> usize {
+        self.max_segments
+    }
+
+    /// Waits for one receive (which may carry several GRO segments of
+    /// `meta.stride` bytes each).
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<RecvMeta> {
+        loop {
+            self.io.readable().await?;
+            if let Some(meta) = self.try_recv(buf)? {
+                return Ok(meta);
+            }
+        }
+    }
+
+    /// Receives without waiting; `None` when nothing is queued.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<RecvMeta>> {
+        let mut meta = [RecvMeta::default()];
+        let res = self.io.try_io(Interest::READABLE, || {
+            let mut bufs = [io::IoSliceMut::new(buf)];
+            self.state
+                .recv(UdpSockRef::from(&self.io), &mut bufs, &mut meta)
+        });
+        match res {
+            Ok(_) => Ok(Some(meta[0])),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sends `contents` (segments of `segment` bytes, the last may be
+    /// shorter) to `to`, waiting while the socket buffer is full.
+    pub async fn send(&self, to: SocketAddr, contents: &[u8], segment: usize) -> io::Result<()> {
+        let transmit = Transmit {
+            destination: to,
+            ecn: None,
+            contents,
+            segment_size: (contents.len() > segment).then_some(segment),
+            src_ip: None,
+        };
+        loop {
+            self.io.writable().await?;
+            match self.io.try_io(Interest::WRITABLE, || {
+                self.state.try_send(UdpSockRef::from(&self.io), &transmit)
+            }) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                // A vanished peer must not stop the endpoint.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
+                // The path refuses this batch size: send segment by segment.
+                Err(e) if quinn_udp::is_msg_size_err(&e) && transmit.segment_size.is_some() => {
+                    for chunk in contents.chunks(segment) {
+                        Box::pin(self.send(to, chunk, segment)).await?;
+                    }
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Sends every packet `conn` has ready whose pacing time has come, batching
+/// equal-size packets to one destination into GSO sends. Returns when the
+/// connection has nothing more to send now, with the time pacing asks to
+/// come back, if any.
+pub async fn flush(
+    conn: &mut quiche::Connection,
+    socket: &Socket,
+    batch: &mut Vec<u8>,
+) -> io::Result<Option<Instant>> {
+    let max = socket.max_segments();
+    batch.clear();
+    let mut segment = 0;
+    let mut dest: Option<SocketAddr> = None;
+    let mut count = 0;
+    let mut pace_until = None;
+    let mut buf = [0u8; MAX_DATAGRAM_SIZE];
+    loop {
+        let (n, info) = match crate::next_packet(conn, &mut buf, Instant::now(), PACING_SLACK) {
+            Next::Packet(n, info) => (n, info),
+            Next::Wait(t) => {
+                pace_until = Some(t);
+                break;
+            }
+            Next::Idle => break,
+        };
+        let fits = dest == Some(info.to) && n <= segment && count < max;
+        if !fits && !batch.is_empty() {
+            socket.send(dest.unwrap(), batch, segment).await?;
+            batch.clear();
+            count = 0;
+        }
+        if batch.is_empty() {
+            dest = Some(info.to);
+            segment = n;
+        }
+        batch.extend_from_slice(&buf[..n]);
+        count += 1;
+        // A short packet ends a GSO batch.
+        if n < segment {
+            socket.send(info.to, batch, segment).await?;
+            batch.clear();
+            count = 0;
+        }
+    }
+    if let (false, Some(to)) = (batch.is_empty(), dest) {
+        socket.send(to, batch, segment).await?;
+        batch.clear();
+    }
+    Ok(pace_until)
+}

@@ -1,0 +1,183 @@
+//! The HTTP/3 bulk-transfer application, without I/O.
+//!
+//! [`client::ClientApp`] and [`server::ServerApp`] are state machines over
+//! quiche connections: they take datagrams and the current time, and hand
+//! back datagrams with the time they may leave ([`next_packet`]) and the
+//! time they next need to run. They own the request, the response body,
+//! goodput and completion accounting, and qlog setup; they never read a
+//! clock or touch a socket. The tokio binaries (`quic-server`,
+//! `quic-client`, through [`io`] with the `tokio` feature) and the
+//! harness's discrete-event simulator drive the same code, so a simulated
+//! run differs from a real one only in where datagrams and time come from.
+//!
+//! quiche itself reads time through `quiche::sim::now()`: the wall clock,
+//! unless a simulation set a virtual time on the thread.
+
+pub mod client;
+#[cfg(feature = "tokio")]
+pub mod io;
+pub mod server;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Largest UDP payload we send or accept.
+pub const MAX_DATAGRAM_SIZE: usize = 1350;
+
+/// Packets whose pacing release time is closer than this are built now by
+/// the socket path: timers cannot wait for less, and tiny bursts do no harm.
+pub const PACING_SLACK: Duration = Duration::from_micros(500);
+
+/// A configuration with the transport settings both ends use for bulk
+/// transfer.
+pub fn base_config(protos: &[&[u8]]) -> Result<quiche::Config, quiche::Error> {
+    let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION)?;
+    configure(&mut c, protos)?;
+    Ok(c)
+}
+
+/// Applies the transport settings both ends use for bulk transfer to a
+/// configuration made elsewhere (e.g. with its own TLS context).
+pub fn configure(c: &mut quiche::Config, protos: &[&[u8]]) -> Result<(), quiche::Error> {
+    c.set_application_protos(protos)?;
+    c.set_max_idle_timeout(10_000);
+    c.set_max_recv_udp_payload_size(MAX_DATAGRAM_SIZE);
+    c.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
+    // Flow-control windows bound what quiche buffers (sent but unacked, or
+    // received but unread), and so an endpoint's memory. 16 MB per stream
+    // covers 1 Gbit/s at 128 ms RTT; windows start smaller and auto-tune.
+    c.set_initial_max_data(8 << 20);
+    c.set_initial_max_stream_data_bidi_local(4 << 20);
+    c.set_initial_max_stream_data_bidi_remote(4 << 20);
+    c.set_initial_max_stream_data_uni(1 << 20);
+    c.set_initial_max_streams_bidi(128);
+    c.set_initial_max_streams_uni(16);
+    c.set_max_connection_window(24 << 20);
+    c.set_max_stream_window(16 << 20);
+    c.set_disable_active_migration(true);
+    c.enable_pacing(true);
+    Ok(())
+}
+
+/// What the next call to `conn.send` would do.
+#[derive(Debug)]
+pub enum Next {
+    /// A packet of this many bytes is in the buffer, with where and when
+    /// (`info.at`) it may leave.
+    Packet(usize, quiche::SendInfo),
+    /// Pacing holds the next packet until this time.
+    Wait(Instant),
+    /// Nothing to send until something is received or a timer fires.
+    Idle,
+}
+
+/// Builds the next packet of `conn` unless pacing holds it beyond
+/// `now + slack`. Pacing is checked before the packet is built, so packets
+/// are stamped when they really leave.
+pub fn next_packet(
+    conn: &mut quiche::Connection,
+    buf: &mut [u8],
+    now: Instant,
+    slack: Duration,
+) -> Next {
+    if let Some(t) = conn.get_next_release_time().and_then(|d| d.time(now)) {
+        if t > now + slack {
+            return Next::Wait(t);
+        }
+    }
+    match conn.send(buf) {
+        Ok((n, info)) => Next::Packet(n, info),
+        // Done, or an error that closes the connection (quiche reports it).
+        Err(_) => Next::Idle,
+    }
+}
+
+/// How much a connection writes to qlog.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QlogLevel {
+    /// No qlog.
+    Off,
+    /// quiche's `Base` importance: packets sent, received and lost,
+    /// recovery metrics, congestion states; no per-frame stream or HTTP/3
+    /// data events.
+    Base,
+    /// Everything quiche logs (`Extra`), including every stream data
+    /// movement and HTTP/3 frame.
+    #[default]
+    Extra,
+}
+
+impl QlogLevel {
+    /// Parses `off`, `base` or `extra`.
+    pub fn parse(s: &str) -> Option<QlogLevel> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" => Some(QlogLevel::Off),
+            "base" => Some(QlogLevel::Base),
+            "extra" => Some(QlogLevel::Extra),
+            _ => None,
+        }
+    }
+
+    /// The name `parse` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QlogLevel::Off => "off",
+            QlogLevel::Base => "base",
+            QlogLevel::Extra => "extra",
+        }
+    }
+}
+
+/// Makes `conn` write qlog into `writer` (`role` is `client` or `server`).
+/// Nothing happens at [`QlogLevel::Off`].
+pub fn attach_qlog(
+    conn: &mut quiche::Connection,
+    writer: Box<dyn Write + Send + Sync>,
+    role: &str,
+    cid: &[u8],
+    level: QlogLevel,
+) {
+    let level = match level {
+        QlogLevel::Off => return,
+        QlogLevel::Base => quiche::QlogLevel::Base,
+        QlogLevel::Extra => quiche::QlogLevel::Extra,
+    };
+    conn.set_qlog_with_level(
+        writer,
+        format!("cclab {role}"),
+        format!("cclab {role} {}", hex(cid)),
+        level,
+    );
+}
+
+/// Writes a generic qlog event (`simulation:scenario`, `simulation:marker`,
+/// ...) into `conn`'s qlog at `now`, if it writes one.
+pub fn qlog_event(
+    conn: &mut quiche::Connection,
+    name: &str,
+    data: serde_json::Value,
+    now: Instant,
+) {
+    if let Some(q) = conn.qlog_streamer() {
+        let ev = qlog::events::JsonEvent {
+            time: 0.0,
+            importance: qlog::events::EventImportance::Core,
+            name: name.to_string(),
+            data,
+        };
+        let _ = q.add_event_with_instant(ev, now);
+    }
+}
+
+/// A connection ID from the system's random source.
+pub fn random_cid() -> [u8; quiche::MAX_CONN_ID_LEN] {
+    let mut cid = [0u8; quiche::MAX_CONN_ID_LEN];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut cid)
+        .expect("system randomness");
+    cid
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
