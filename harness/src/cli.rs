@@ -12,7 +12,11 @@ pub struct LinkArgs {
     /// table's keys at the top level); the flags below override it.
     #[arg(long, value_name = "FILE")]
     pub link_file: Option<PathBuf>,
-    /// Backend: auto, emu or netem.
+    /// Backend: auto (netem where the kernel has it and we are root, else
+    /// emu), emu (userspace emulator, real processes), netem (kernel, root)
+    /// or sim (virtual time: deterministic and much faster than real time;
+    /// endpoint CPU time counts as zero). Real processes are the ground
+    /// truth; sim is for sweeps, tuning, reproductions and tests.
     #[arg(long, value_name = "BACKEND")]
     pub link: Option<String>,
     /// Bottleneck rate, e.g. 20mbit, 500kbit, 1gbit.

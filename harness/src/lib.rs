@@ -1,8 +1,8 @@
-//! The bench harness behind `cclab`: link descriptions and the two link
-//! backends (the userspace emulator [`emu`] and kernel [`netem`] on veth
-//! between namespaces), with the bottleneck log both write.
-//!
-//! Scenarios, runs, sweeps and reports are not implemented yet.
+//! The bench harness behind `cclab`: link descriptions and the link
+//! backends (the userspace emulator [`emu`], kernel [`netem`] on veth
+//! between namespaces, and the virtual-time simulator [`sim`]), with the
+//! bottleneck log they all write; scenarios, runs, sweeps, tuning and
+//! reports on top.
 
 pub mod bottleneck;
 pub mod cli;
@@ -15,5 +15,6 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod sim;
 pub mod sweep;
 pub mod tune;

@@ -45,8 +45,12 @@ pub struct RunConfig {
     pub quiet: bool,
     /// Set to stop the run early (Ctrl-C).
     pub stop: Arc<AtomicBool>,
-    /// Write emu's per-packet log.
+    /// Write the per-packet bottleneck log (emu and sim).
     pub per_packet_log: bool,
+    /// sim: repetitions simulated at once (0: one per core).
+    pub threads: usize,
+    /// How much qlog both ends write.
+    pub qlog_level: quic_app::QlogLevel,
 }
 
 /// Why a run failed.
@@ -70,9 +74,21 @@ pub enum RunError {
     /// I/O.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The simulator failed.
+    #[error(transparent)]
+    Sim(crate::sim::SimError),
     /// Stopped by the user.
     #[error("interrupted")]
     Interrupted,
+}
+
+impl From<crate::sim::SimError> for RunError {
+    fn from(e: crate::sim::SimError) -> RunError {
+        match e {
+            crate::sim::SimError::Interrupted => RunError::Interrupted,
+            e => RunError::Sim(e),
+        }
+    }
 }
 
 /// RTT figures from the sender's qlog, ms.
@@ -307,6 +323,7 @@ fn spawn_server(
     qlog_dir: &Path,
     netns: Option<&str>,
     listen: &str,
+    qlog_level: quic_app::QlogLevel,
 ) -> Result<Server, RunError> {
     std::fs::create_dir_all(qlog_dir)?;
     let mut cmd = match netns {
@@ -321,6 +338,8 @@ fn spawn_server(
         "--quiet",
         "--idle-timeout",
         "5",
+        "--qlog-level",
+        qlog_level.as_str(),
         "--qlog-dir",
     ])
     .arg(qlog_dir)
@@ -391,7 +410,7 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
     let server_bin = cfg.bin_dir.join("quic-server");
     let client_bin = cfg.bin_dir.join("quic-client");
     for b in [&server_bin, &client_bin] {
-        if !b.exists() {
+        if cfg.backend != Backend::Sim && !b.exists() {
             return Err(RunError::MissingBinary(b.clone()));
         }
     }
@@ -419,31 +438,36 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
         &serde_json::json!({"state": "running", "started_at": started}),
     )?;
 
-    let mut reps = Vec::new();
-    let mut failure: Option<RunError> = None;
-    for rep in 1..=sc.repetitions {
-        if cfg.stop.load(Ordering::Relaxed) {
-            failure = Some(RunError::Interrupted);
-            break;
-        }
-        if !cfg.quiet {
-            eprintln!("cclab: {} repetition {rep}/{}", sc.name, sc.repetitions);
-        }
-        match run_rep(
-            sc,
-            cfg,
-            rep,
-            &work.join(format!("rep-{rep}")),
-            &server_bin,
-            &client_bin,
-        ) {
-            Ok(r) => reps.push(r),
-            Err(e) => {
-                failure = Some(e);
+    let (reps, failure) = if cfg.backend == Backend::Sim {
+        run_reps_sim(sc, cfg, &work)
+    } else {
+        let mut reps = Vec::new();
+        let mut failure: Option<RunError> = None;
+        for rep in 1..=sc.repetitions {
+            if cfg.stop.load(Ordering::Relaxed) {
+                failure = Some(RunError::Interrupted);
                 break;
             }
+            if !cfg.quiet {
+                eprintln!("cclab: {} repetition {rep}/{}", sc.name, sc.repetitions);
+            }
+            match run_rep(
+                sc,
+                cfg,
+                rep,
+                &work.join(format!("rep-{rep}")),
+                &server_bin,
+                &client_bin,
+            ) {
+                Ok(r) => reps.push(r),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
         }
-    }
+        (reps, failure)
+    };
     let status = match &failure {
         None => "complete",
         Some(RunError::Interrupted) => "interrupted",
@@ -462,6 +486,98 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
         Some(e) => Err(e),
         None => Ok(summary),
     }
+}
+
+/// Simulates the repetitions, `cfg.threads` at a time (one per core by
+/// default); each is independent and deterministic, so the order in which
+/// they finish does not matter.
+fn run_reps_sim(sc: &Scenario, cfg: &RunConfig, work: &Path) -> (Vec<RepResult>, Option<RunError>) {
+    let threads = match cfg.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .min(sc.repetitions.max(1) as usize);
+    let next = std::sync::atomic::AtomicU32::new(1);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let rep = next.fetch_add(1, Ordering::Relaxed);
+                if rep > sc.repetitions {
+                    break;
+                }
+                let r = run_rep_sim(sc, cfg, rep, &work.join(format!("rep-{rep}")));
+                if let Ok(rr) = &r {
+                    if !cfg.quiet {
+                        eprintln!(
+                            "cclab: {} repetition {rep}/{} simulated ({})",
+                            sc.name, sc.repetitions, rr.1
+                        );
+                    }
+                }
+                let failed = r.is_err();
+                results.lock().unwrap().push((rep, r.map(|x| x.0)));
+                if failed {
+                    cfg.stop.store(true, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let mut all = results.into_inner().unwrap();
+    all.sort_by_key(|(rep, _)| *rep);
+    let mut reps = Vec::new();
+    let mut failure = None;
+    for (_, r) in all {
+        match r {
+            Ok(r) if failure.is_none() => reps.push(r),
+            Ok(_) => {}
+            Err(e) => {
+                // The first real error wins over the interruptions it caused.
+                if failure.is_none() || matches!(failure, Some(RunError::Interrupted)) {
+                    failure = Some(e);
+                }
+            }
+        }
+    }
+    (reps, failure)
+}
+
+/// One simulated repetition; also returns a line on its speed.
+fn run_rep_sim(
+    sc: &Scenario,
+    cfg: &RunConfig,
+    rep: u32,
+    dir: &Path,
+) -> Result<(RepResult, String), RunError> {
+    let seed = sc.seed + rep as u64 - 1;
+    let o = crate::sim::run_rep(&crate::sim::SimConfig {
+        scenario: sc,
+        seed,
+        dir,
+        per_packet_log: cfg.per_packet_log,
+        qlog_level: cfg.qlog_level,
+        stop: &cfg.stop,
+    })?;
+    // Wall-clock figures stay out of summary.json, which must not depend
+    // on the machine.
+    write_json_atomic(&dir.join("sim.json"), &o)?;
+    let ended: Vec<EndedFlow> = o
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, (d, killed))| EndedFlow {
+            flow: i,
+            dir: d.clone(),
+            killed: *killed,
+        })
+        .collect();
+    let mut r = collect_rep(sc, rep, seed, dir, &ended, Some(&o.counters), o.active_s);
+    r.cross = o.cross.clone();
+    let line = format!(
+        "{:.1} s in {:.2} s of wall time, {:.0}x",
+        o.simulated_s, o.wall_s, o.speedup
+    );
+    Ok((r, line))
 }
 
 fn run_rep(
@@ -520,6 +636,7 @@ fn run_rep(
             &dir.join(format!("servers/{i}")),
             server_ns.as_deref(),
             &listen,
+            cfg.qlog_level,
         )?);
     }
     let mut cross_targets = Vec::new();
@@ -622,7 +739,9 @@ fn run_rep(
             if f.size.is_none() {
                 cmd.args(["--duration", &format!("{:.3}", run_ns as f64 / 1e9)]);
             }
-            cmd.args(["--json", "--interval", "0.5", "--qlog-dir"])
+            cmd.args(["--json", "--interval", "0.5", "--qlog-level"])
+                .arg(cfg.qlog_level.as_str())
+                .arg("--qlog-dir")
                 .arg(&fdir)
                 .stdin(Stdio::null())
                 .stdout(std::fs::File::create(fdir.join("client.json.part"))?)
@@ -685,17 +804,82 @@ fn run_rep(
         return Err(RunError::Interrupted);
     }
 
+    // The server's qlog of each connection, moved next to the client's.
+    for c in &clients {
+        let part = c.dir.join("client.json.part");
+        let peer = std::fs::read(&part)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|r| r["peer_cid"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let server_qlog = servers
+            .iter()
+            .map(|s| s.qlog_dir.join(format!("server-{peer}.sqlog")))
+            .find(|p| !peer.is_empty() && p.exists());
+        if let Some(p) = server_qlog {
+            let to = c.dir.join(p.file_name().unwrap());
+            std::fs::rename(&p, &to)?;
+        }
+        let _ = std::fs::rename(&part, c.dir.join("client.json"));
+    }
+    let ended: Vec<EndedFlow> = clients
+        .iter()
+        .map(|c| EndedFlow {
+            flow: c.flow,
+            dir: c.dir.clone(),
+            killed: killed.contains(&c.flow),
+        })
+        .collect();
+    let counters = emu_report.as_ref().map(|e| [e.up.clone(), e.down.clone()]);
+    let mut r = collect_rep(
+        sc,
+        rep,
+        seed,
+        dir,
+        &ended,
+        counters.as_ref(),
+        active_end.duration_since(t0).as_secs_f64(),
+    );
+    r.cross = cross_counts;
+    r.overhead_s = overhead.as_secs_f64();
+    r.emu_cpu = emu_report.as_ref().map(|e| (e.cpu_s, e.duration_s));
+    Ok(r)
+}
+
+/// A flow whose client has ended; its directory holds `client.json` and
+/// both ends' qlog.
+pub struct EndedFlow {
+    /// Flow index.
+    pub flow: usize,
+    /// `rep-N/flow-K`.
+    pub dir: PathBuf,
+    /// Still running at the deadline, and stopped.
+    pub killed: bool,
+}
+
+/// The results of one repetition from its files: per flow from
+/// `client.json` and the qlogs, the bottleneck from the link's counters
+/// (up, down; none for netem) and `bottleneck-samples.jsonl`. Shared by
+/// every backend. `active_s` is when the last flow ended.
+pub fn collect_rep(
+    sc: &Scenario,
+    rep: u32,
+    seed: u64,
+    dir: &Path,
+    ended: &[EndedFlow],
+    counters: Option<&[crate::emu::Counters; 2]>,
+    active_s: f64,
+) -> RepResult {
+    let flows = sc.expanded_flows();
     // Results per flow.
     let mut results = Vec::new();
-    for c in &clients {
+    for c in ended {
         let i = c.flow;
         let (g, f) = flows[i];
-        let part = c.dir.join("client.json.part");
-        let report: serde_json::Value = std::fs::read(&part)
+        let report: serde_json::Value = std::fs::read(c.dir.join("client.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(serde_json::Value::Null);
-        let _ = std::fs::rename(&part, c.dir.join("client.json"));
         let mut r = FlowResult {
             index: i,
             group: g,
@@ -719,32 +903,28 @@ fn run_rep(
             }),
             ..FlowResult::default()
         };
-        if killed.contains(&i) {
+        if c.killed {
             r.error
                 .get_or_insert_with(|| "still running at the deadline; stopped".into());
         }
-        // The server's qlog for this connection, moved next to the client's.
-        let peer = report["peer_cid"].as_str().unwrap_or("");
-        let server_qlog = servers
+        let mut listing: Vec<PathBuf> = std::fs::read_dir(&c.dir)
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        listing.sort();
+        let client_qlog = listing
             .iter()
-            .map(|s| s.qlog_dir.join(format!("server-{peer}.sqlog")))
-            .find(|p| !peer.is_empty() && p.exists());
-        if let Some(p) = server_qlog {
-            let to = c.dir.join(p.file_name().unwrap());
-            std::fs::rename(&p, &to)?;
-        }
-        let client_qlog = std::fs::read_dir(&c.dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
             .find(|p| {
                 p.file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with("client-"))
-            });
-        let server_qlog = std::fs::read_dir(&c.dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
+            })
+            .cloned();
+        let server_qlog = listing
+            .iter()
             .find(|p| {
                 p.file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with("server-"))
-            });
+            })
+            .cloned();
         let (sender, receiver) = match f.direction {
             Direction::Download => (server_qlog, client_qlog),
             Direction::Upload => (client_qlog, server_qlog),
@@ -796,8 +976,8 @@ fn run_rep(
         direction: d.as_str().into(),
         ..BottleneckResult::default()
     };
-    if let Some(er) = &emu_report {
-        let c = if d == Dir::Down { &er.down } else { &er.up };
+    if let Some(cs) = counters {
+        let c = if d == Dir::Down { &cs[1] } else { &cs[0] };
         b.drops = c.drops();
         b.bytes = c.sent_bytes;
         b.queue_delay_ms_mean = if c.sent_packets > 0 {
@@ -811,7 +991,6 @@ fn run_rep(
         }
     }
     // Utilization while the flows were active, from the samples.
-    let active_s = active_end.duration_since(t0).as_secs_f64();
     let first_start = flows.iter().map(|(_, f)| f.start_ns).min().unwrap_or(0) as f64 / 1e9;
     if let Ok(samples) = bottleneck::read_samples(&dir.join("bottleneck-samples.jsonl")) {
         let mut num = 0.0;
@@ -834,7 +1013,7 @@ fn run_rep(
         if den > 0.0 {
             b.utilization = num / den;
         }
-        if emu_report.is_none() {
+        if counters.is_none() {
             b.drops = samples
                 .iter()
                 .filter(|s| s.dir == d.as_str())
@@ -845,16 +1024,14 @@ fn run_rep(
     }
     let g: Vec<f64> = results.iter().map(|r| r.goodput_bps).collect();
     let jain = qlog_analysis::summary::jain(&g);
-    Ok(RepResult {
+    RepResult {
         rep,
         seed,
         flows: results,
         bottleneck: b,
         jain_fairness: jain,
-        cross: cross_counts,
-        overhead_s: overhead.as_secs_f64(),
-        emu_cpu: emu_report.as_ref().map(|e| (e.cpu_s, e.duration_s)),
-    })
+        ..RepResult::default()
+    }
 }
 
 /// Averages repetitions into the summary.

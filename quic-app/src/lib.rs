@@ -97,9 +97,13 @@ pub fn next_packet(
 pub enum QlogLevel {
     /// No qlog.
     Off,
-    /// quiche's `Base` importance: packets sent, received and lost,
-    /// recovery metrics, congestion states; no per-frame stream or HTTP/3
-    /// data events.
+    /// quiche's `Core` importance: packets sent and received (with their
+    /// frames), packets lost, recovery metrics (cwnd, RTT, pacing),
+    /// transport parameters and HTTP/3 frames. Enough for `qlog-analysis`
+    /// (goodput then comes from received stream frames) and qvis.
+    Core,
+    /// `Core` plus stream data movement, congestion and connection state
+    /// changes.
     Base,
     /// Everything quiche logs (`Extra`), including every stream data
     /// movement and HTTP/3 frame.
@@ -108,10 +112,11 @@ pub enum QlogLevel {
 }
 
 impl QlogLevel {
-    /// Parses `off`, `base` or `extra`.
+    /// Parses `off`, `core`, `base` or `extra`.
     pub fn parse(s: &str) -> Option<QlogLevel> {
         match s.trim().to_ascii_lowercase().as_str() {
             "off" => Some(QlogLevel::Off),
+            "core" => Some(QlogLevel::Core),
             "base" => Some(QlogLevel::Base),
             "extra" => Some(QlogLevel::Extra),
             _ => None,
@@ -122,6 +127,7 @@ impl QlogLevel {
     pub fn as_str(self) -> &'static str {
         match self {
             QlogLevel::Off => "off",
+            QlogLevel::Core => "core",
             QlogLevel::Base => "base",
             QlogLevel::Extra => "extra",
         }
@@ -139,6 +145,7 @@ pub fn attach_qlog(
 ) {
     let level = match level {
         QlogLevel::Off => return,
+        QlogLevel::Core => quiche::QlogLevel::Core,
         QlogLevel::Base => quiche::QlogLevel::Base,
         QlogLevel::Extra => quiche::QlogLevel::Extra,
     };

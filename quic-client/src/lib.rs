@@ -31,6 +31,8 @@ pub struct ClientConfig {
     pub cc: Controller,
     /// Write the client's qlog here.
     pub qlog_dir: Option<PathBuf>,
+    /// How much qlog.
+    pub qlog_level: QlogLevel,
     /// Report every this long.
     pub interval: Option<Duration>,
     /// Print interval lines to stderr as they happen.
@@ -118,7 +120,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         &mut config,
     )?;
     let qlog = match &cfg.qlog_dir {
-        Some(dir) => {
+        Some(dir) if cfg.qlog_level != QlogLevel::Off => {
             std::fs::create_dir_all(dir)?;
             let path = dir.join(format!("client-{}.sqlog", quic_app::hex(&scid)));
             let file = std::fs::File::create(&path)?;
@@ -127,11 +129,11 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                 Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
                 "client",
                 &scid,
-                QlogLevel::Extra,
+                cfg.qlog_level,
             );
             Some(path)
         }
-        None => None,
+        _ => None,
     };
     let path = match cfg.url.query() {
         Some(q) => format!("{}?{q}", cfg.url.path()),

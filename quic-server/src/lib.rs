@@ -34,6 +34,8 @@ pub struct ServerConfig {
     pub cc: Controller,
     /// Write one qlog file per connection here.
     pub qlog_dir: Option<PathBuf>,
+    /// How much qlog.
+    pub qlog_level: QlogLevel,
     /// PEM certificate chain and private key; a self-signed pair is made
     /// when `None`.
     pub cert: Option<(PathBuf, PathBuf)>,
@@ -76,7 +78,7 @@ impl Server {
             ServerSettings {
                 max_connections: settings.max_connections,
                 qlog_dir: settings.qlog_dir.clone(),
-                qlog_level: QlogLevel::Extra,
+                qlog_level: settings.qlog_level,
                 qlog_events: Vec::new(),
                 verbose: settings.verbose,
             },

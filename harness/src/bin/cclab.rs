@@ -50,29 +50,7 @@ enum Cmd {
         quiet: bool,
     },
     /// Run a grid of scenarios (resumable; --shard I/N splits it across machines).
-    Sweep {
-        /// The sweep file (TOML: scenario, grid, repetitions, randomize, seed).
-        file: PathBuf,
-        /// Output directory (re-running with it finishes what is missing).
-        #[arg(long)]
-        out: PathBuf,
-        /// Points run in parallel (each its own link and processes; on a
-        /// small machine they compete for CPU).
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
-        /// Take only this shard of the grid: I/N takes points with index % N == I.
-        #[arg(long, default_value = "0/1")]
-        shard: String,
-        /// Skip emu's per-packet logs.
-        #[arg(long)]
-        no_packet_log: bool,
-        /// Print the outcome as JSON.
-        #[arg(long)]
-        json: bool,
-        /// No progress output.
-        #[arg(long)]
-        quiet: bool,
-    },
+    Sweep(SweepArgs),
     /// Tune an algorithm offline over emulated runs (only `smcc`): writes a
     /// table of the best (alpha, beta) per network condition.
     Tune(Box<TuneArgs>),
@@ -145,7 +123,42 @@ struct RunArgs {
     /// Skip emu's per-packet log (samples are still written).
     #[arg(long)]
     no_packet_log: bool,
+    /// How much qlog both ends write: off, core (packets sent, received
+    /// and lost, recovery metrics: what `qlog-analysis`, `report` and qvis
+    /// need), base (+ stream data and congestion-state changes) or extra
+    /// (everything quiche logs).
+    #[arg(long, default_value = QLOG_DEFAULT)]
+    qlog_level: String,
     /// Print summary.json on standard output.
+    #[arg(long)]
+    json: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// The sweep file (TOML: scenario, grid, repetitions, randomize, seed).
+    file: PathBuf,
+    /// Output directory (re-running with it finishes what is missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Points run in parallel (each its own link and processes; on a
+    /// small machine they compete for CPU). Default: one per core with
+    /// `backend = "sim"` (each simulation uses one core), else 1.
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Take only this shard of the grid: I/N takes points with index % N == I.
+    #[arg(long, default_value = "0/1")]
+    shard: String,
+    /// Skip emu's per-packet logs.
+    #[arg(long)]
+    no_packet_log: bool,
+    /// How much qlog both ends write: off, core, base, extra.
+    #[arg(long, default_value = QLOG_DEFAULT)]
+    qlog_level: String,
+    /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
     /// No progress output.
@@ -184,6 +197,10 @@ struct TuneArgs {
     /// Seed of the swarm and the link.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Where evaluations run: sim (virtual time, the default: fast and
+    /// repeatable) or emu (real processes on the userspace emulator).
+    #[arg(long, default_value = "sim")]
+    link: String,
     /// Where each evaluation's run goes (default: next to the table).
     #[arg(long)]
     work: Option<PathBuf>,
@@ -259,15 +276,7 @@ fn main() {
             quiet,
         } => demo(out, &duration, json, quiet),
         Cmd::List { json } => list(json),
-        Cmd::Sweep {
-            file,
-            out,
-            jobs,
-            shard,
-            no_packet_log,
-            json,
-            quiet,
-        } => sweep(&file, &out, jobs, &shard, no_packet_log, json, quiet),
+        Cmd::Sweep(a) => sweep(&a),
         Cmd::Tune(a) => tune(*a),
         Cmd::Merge { dirs, out } => match harness::sweep::merge(&dirs, &out) {
             Ok(n) => {
@@ -486,9 +495,21 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// The qlog level runs use unless told otherwise.
+const QLOG_DEFAULT: &str = "base";
+
+fn qlog_level(s: &str) -> quic_app::QlogLevel {
+    quic_app::QlogLevel::parse(s).unwrap_or_else(|| {
+        bad_input(format!(
+            "--qlog-level: `{s}` is not one of off, core, base, extra"
+        ))
+    })
+}
+
 fn resolve_backend(spec: &harness::link::LinkSpec) -> Backend {
     match spec.backend {
         Backend::Emu => Backend::Emu,
+        Backend::Sim => Backend::Sim,
         Backend::Netem => {
             if !netns::is_root() {
                 bad_input("link.backend = netem needs root (network namespaces and tc); run as root, or use --link emu");
@@ -685,6 +706,8 @@ fn run(a: RunArgs) -> anyhow::Result<i32> {
         backend,
         quiet: a.quiet,
         stop,
+        threads: 0,
+        qlog_level: qlog_level(&a.qlog_level),
         per_packet_log: !a.no_packet_log,
     };
     match harness::run::run(&sc, &cfg) {
@@ -768,6 +791,8 @@ fn demo(out: Option<PathBuf>, duration: &str, json: bool, quiet: bool) -> anyhow
             backend: Backend::Emu,
             quiet: true,
             stop: stop.clone(),
+            threads: 0,
+            qlog_level: quic_app::QlogLevel::Extra,
             per_packet_log: false,
         };
         match harness::run::run(&sc, &cfg) {
@@ -851,34 +876,34 @@ fn demo(out: Option<PathBuf>, duration: &str, json: bool, quiet: bool) -> anyhow
     Ok(0)
 }
 
-fn sweep(
-    file: &std::path::Path,
-    out: &std::path::Path,
-    jobs: usize,
-    shard: &str,
-    no_packet_log: bool,
-    json: bool,
-    quiet: bool,
-) -> anyhow::Result<i32> {
-    let sw = harness::sweep::Sweep::load(file).unwrap_or_else(|e| bad_input(e));
-    let shard = harness::sweep::parse_shard(shard).unwrap_or_else(|| {
+fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
+    let sw = harness::sweep::Sweep::load(&a.file).unwrap_or_else(|e| bad_input(e));
+    let shard = harness::sweep::parse_shard(&a.shard).unwrap_or_else(|| {
         bad_input(format!(
-            "--shard: `{shard}` is not I/N with 0 <= I < N, e.g. 0/4"
+            "--shard: `{}` is not I/N with 0 <= I < N, e.g. 0/4",
+            a.shard
         ))
     });
+    let backend = resolve_backend(&sw.base.link);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = a
+        .jobs
+        .unwrap_or(if backend == Backend::Sim { cores } else { 1 });
     if jobs == 0 || jobs > 64 {
         bad_input(format!("--jobs: {jobs} is not from 1 to 64"));
     }
-    let backend = resolve_backend(&sw.base.link);
     let cfg = harness::run::RunConfig {
-        out: out.to_path_buf(),
+        out: a.out.clone(),
         bin_dir: bin_dir(),
         backend,
-        quiet,
+        quiet: a.quiet,
         stop: stop_flag()?,
-        per_packet_log: !no_packet_log,
+        // Points already run in parallel: one simulation per job.
+        threads: if jobs > 1 { 1 } else { 0 },
+        qlog_level: qlog_level(&a.qlog_level),
+        per_packet_log: !a.no_packet_log,
     };
-    if !quiet {
+    if !a.quiet {
         eprintln!(
             "cclab sweep: {} point(s) in the grid; shard {}/{}; {} job(s)",
             sw.len(),
@@ -887,13 +912,13 @@ fn sweep(
             jobs
         );
     }
-    let r = harness::sweep::run_sweep(&sw, out, shard, jobs, &cfg)?;
-    if json {
+    let r = harness::sweep::run_sweep(&sw, &a.out, shard, jobs, &cfg)?;
+    if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         println!(
             "{}: {} point(s): {} already complete, {} completed now, {} failed{}",
-            out.display(),
+            a.out.display(),
             r.points,
             r.skipped,
             r.completed,
@@ -960,7 +985,7 @@ fn tune(a: TuneArgs) -> anyhow::Result<i32> {
         [
             ("queue", a.queue.as_str()),
             ("aqm", a.aqm.as_str()),
-            ("backend", "emu"),
+            ("backend", a.link.as_str()),
         ],
         std::path::Path::new("."),
     )
@@ -977,12 +1002,18 @@ fn tune(a: TuneArgs) -> anyhow::Result<i32> {
         lambda: 10.0,
         seed: a.seed,
     };
+    let backend = match Backend::parse(&a.link) {
+        Some(b @ (Backend::Sim | Backend::Emu)) => b,
+        _ => bad_input(format!("--link: `{}` is not one of sim, emu", a.link)),
+    };
     let run_cfg = harness::run::RunConfig {
         out: a.out.clone(),
         bin_dir: bin_dir(),
-        backend: Backend::Emu,
+        backend,
         quiet: true,
         stop: stop_flag()?,
+        threads: 0,
+        qlog_level: quic_app::QlogLevel::Core,
         per_packet_log: false,
     };
     let work = a

@@ -22,7 +22,7 @@ use super::queue::Queue;
 use super::reorder::Reorder;
 use super::rng::Rng;
 use super::serializer::Serializer;
-use crate::bottleneck::{Kind, Record, Sink};
+use crate::bottleneck::{Kind, Record, Sample, Sink};
 use crate::link::{Dir, LinkSpec};
 
 /// What one direction has done since it started.
@@ -271,6 +271,65 @@ impl Direction {
     /// The link's capacity in bits between two times.
     pub fn capacity_bits(&self, t0: u64, t1: u64) -> f64 {
         self.serializer.capacity_bits(t0, t1)
+    }
+}
+
+/// Periodic samples of both directions (`bottleneck-samples.jsonl`): what
+/// left each queue, utilization of the capacity, queue and drops.
+pub struct Sampler {
+    interval: u64,
+    next: u64,
+    last: [(u64, Counters); 2],
+}
+
+impl Sampler {
+    /// Samples every `interval_ns` from time 0.
+    pub fn new(interval_ns: u64) -> Sampler {
+        let interval = interval_ns.max(1_000_000);
+        Sampler {
+            interval,
+            next: interval,
+            last: Default::default(),
+        }
+    }
+
+    /// When the next sample is due.
+    pub fn next_due(&self) -> u64 {
+        self.next
+    }
+
+    /// The samples of `dirs` (up, down) at `t`; the next falls due one
+    /// interval later.
+    pub fn take(&mut self, t: u64, dirs: &[Direction; 2]) -> [Sample; 2] {
+        let out = [0, 1].map(|i| {
+            let d = &dirs[i];
+            let (t0, prev) = &self.last[i];
+            let c = &d.counters;
+            let (qb, qp) = d.queue();
+            let cap = d.capacity_bits(*t0, t);
+            let sent = c.sent_bytes - prev.sent_bytes;
+            Sample {
+                t_s: t as f64 / 1e9,
+                dir: if i == 0 { "up" } else { "down" }.into(),
+                interval_s: (t - t0) as f64 / 1e9,
+                sent_bytes: sent,
+                sent_packets: c.sent_packets - prev.sent_packets,
+                utilization: if cap > 0.0 {
+                    sent as f64 * 8.0 / cap
+                } else {
+                    0.0
+                },
+                queue_bytes: qb,
+                queue_packets: qp,
+                drops: c.drops() - prev.drops(),
+                drops_total: c.drops(),
+            }
+        });
+        for (i, d) in dirs.iter().enumerate() {
+            self.last[i] = (t, d.counters.clone());
+        }
+        self.next = t + self.interval;
+        out
     }
 }
 

@@ -11,9 +11,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::packet::Packet;
-use super::pipeline::{Counters, Direction};
+use super::pipeline::{Counters, Direction, Sampler};
 use super::{monotonic_ns, thread_cpu_ns};
-use crate::bottleneck::{NoSink, Sample, SampleWriter, Sink, Writer};
+use crate::bottleneck::{NoSink, SampleWriter, Sink, Writer};
 use crate::link::{Dir, LinkSpec};
 
 /// Where clients send, and where their datagrams go.
@@ -439,9 +439,7 @@ fn run(
         max: 0,
     };
     let mut send_errors = 0u64;
-    let interval = cfg.sample_interval.as_nanos().max(1_000_000) as u64;
-    let mut next_sample = interval;
-    let mut last_sample: [(u64, Counters); 2] = Default::default();
+    let mut sampler = Sampler::new(cfg.sample_interval.as_nanos() as u64);
     let mut no_sink = NoSink;
     let mut sink_err: Option<EmuError> = None;
     let mut last_arrival = [0u64; 2];
@@ -477,34 +475,13 @@ fn run(
             }
         }
         // Sample.
-        if t >= next_sample {
+        if t >= sampler.next_due() {
             let mut snap = Snapshot {
                 t_s: t as f64 / 1e9,
                 flows: flows.len(),
                 ..Snapshot::default()
             };
-            for (i, d) in dirs.iter().enumerate() {
-                let (t0, prev) = &last_sample[i];
-                let c = &d.counters;
-                let (qb, qp) = d.queue();
-                let cap = d.capacity_bits(*t0, t);
-                let sent = c.sent_bytes - prev.sent_bytes;
-                let s = Sample {
-                    t_s: t as f64 / 1e9,
-                    dir: if i == 0 { "up" } else { "down" }.into(),
-                    interval_s: (t - t0) as f64 / 1e9,
-                    sent_bytes: sent,
-                    sent_packets: c.sent_packets - prev.sent_packets,
-                    utilization: if cap > 0.0 {
-                        sent as f64 * 8.0 / cap
-                    } else {
-                        0.0
-                    },
-                    queue_bytes: qb,
-                    queue_packets: qp,
-                    drops: c.drops() - prev.drops(),
-                    drops_total: c.drops(),
-                };
+            for s in sampler.take(t, &dirs) {
                 if let Some(w) = samples.as_mut() {
                     if let Err(e) = w.write(&s) {
                         sink_err.get_or_insert(EmuError::Log {
@@ -513,14 +490,12 @@ fn run(
                         });
                     }
                 }
-                last_sample[i] = (t, c.clone());
             }
             snap.up = dirs[0].counters.clone();
             snap.down = dirs[1].counters.clone();
             if let Ok(mut s) = snapshot.lock() {
                 *s = snap;
             }
-            next_sample = t + interval;
             real_minus_mono = realtime_ns().saturating_sub(monotonic_ns());
         }
         // Wait for the next event or a datagram.
@@ -548,7 +523,7 @@ fn run(
             .filter_map(|d| d.next_event())
             .min()
             .unwrap_or(u64::MAX)
-            .min(next_sample)
+            .min(sampler.next_due())
             .min(t + MAX_SLEEP_NS);
         let wait = next.saturating_sub(t);
         let sleep = wait.saturating_sub(SPIN_NS);

@@ -71,15 +71,20 @@ pub enum Backend {
     Emu,
     /// Kernel netem on veth between namespaces (root).
     Netem,
+    /// Virtual time: the same application, quiche and link elements on a
+    /// discrete-event clock, in-process (deterministic, faster than real
+    /// time, endpoint CPU time counted as zero).
+    Sim,
 }
 
 impl Backend {
-    /// Parses `auto`, `emu` or `netem`.
+    /// Parses `auto`, `emu`, `netem` or `sim`.
     pub fn parse(s: &str) -> Option<Backend> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Some(Backend::Auto),
             "emu" => Some(Backend::Emu),
             "netem" => Some(Backend::Netem),
+            "sim" => Some(Backend::Sim),
             _ => None,
         }
     }
@@ -90,6 +95,7 @@ impl Backend {
             Backend::Auto => "auto",
             Backend::Emu => "emu",
             Backend::Netem => "netem",
+            Backend::Sim => "sim",
         }
     }
 }
@@ -606,7 +612,7 @@ impl LinkSpec {
             let f = format!("{prefix}.backend");
             let s = scalar(&f, v)?;
             spec.backend = Backend::parse(&s)
-                .ok_or_else(|| err(&f, format!("`{s}` is not one of auto, emu, netem")))?;
+                .ok_or_else(|| err(&f, format!("`{s}` is not one of auto, emu, netem, sim")))?;
         }
         if let Some(v) = table.get("seed") {
             let f = format!("{prefix}.seed");

@@ -28,6 +28,10 @@ struct Args {
     /// Write the client's qlog into this directory.
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
+    /// How much qlog: off, core (packets, losses, recovery metrics),
+    /// base (+ stream data and state changes) or extra (everything).
+    #[arg(long, default_value = "extra")]
+    qlog_level: String,
     /// Report every SECS seconds.
     #[arg(long, value_name = "SECS")]
     interval: Option<f64>,
@@ -61,6 +65,12 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
         duration: args.duration.map(|d| seconds("duration", d)).transpose()?,
         cc: cc_algorithms::parse(&args.cc).map_err(|e| format!("--cc: {e}"))?,
         qlog_dir: args.qlog_dir.clone(),
+        qlog_level: quic_app::QlogLevel::parse(&args.qlog_level).ok_or_else(|| {
+            format!(
+                "--qlog-level: `{}` is not one of off, core, base, extra",
+                args.qlog_level
+            )
+        })?,
         interval: args.interval.map(|d| seconds("interval", d)).transpose()?,
         print_intervals: !args.json,
         timeout: seconds("connect-timeout", args.connect_timeout)?,

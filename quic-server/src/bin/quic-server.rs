@@ -24,6 +24,10 @@ struct Args {
     /// Write one qlog file per connection into this directory.
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
+    /// How much qlog: off, core (packets, losses, recovery metrics),
+    /// base (+ stream data and state changes) or extra (everything).
+    #[arg(long, default_value = "extra")]
+    qlog_level: String,
     /// PEM certificate chain (a self-signed one is generated when absent).
     #[arg(long, requires = "key")]
     cert: Option<PathBuf>,
@@ -61,6 +65,16 @@ fn main() -> ExitCode {
         listen: args.listen,
         cc,
         qlog_dir: args.qlog_dir,
+        qlog_level: match quic_app::QlogLevel::parse(&args.qlog_level) {
+            Some(l) => l,
+            None => {
+                eprintln!(
+                    "error: --qlog-level: `{}` is not one of off, core, base, extra",
+                    args.qlog_level
+                );
+                return ExitCode::from(2);
+            }
+        },
         cert: args.cert.zip(args.key),
         max_connections: args.max_connections as usize,
         idle_timeout: Duration::from_secs_f64(args.idle_timeout),

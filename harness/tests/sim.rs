@@ -1,0 +1,236 @@
+//! The virtual-time link (`sim`): determinism, the seed's effect, every
+//! algorithm under virtual time, and the result directory matching emu's.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use harness::link::Backend;
+use harness::run::{run, RunConfig};
+use harness::scenario::Scenario;
+use serde_json::Value;
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::parse(text, "test", Path::new(".")).unwrap()
+}
+
+fn sim(sc: &Scenario, out: &Path) -> Value {
+    let cfg = RunConfig {
+        out: out.to_path_buf(),
+        bin_dir: PathBuf::from("/nonexistent"),
+        backend: Backend::Sim,
+        quiet: true,
+        stop: Arc::new(AtomicBool::new(false)),
+        per_packet_log: true,
+        threads: 0,
+        qlog_level: quic_app::QlogLevel::Base,
+    };
+    run(sc, &cfg).unwrap();
+    serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Every file of a run, relative path to bytes, except those that hold
+/// wall-clock facts by design (metadata.json, status.json: start times;
+/// sim.json: wall time of the simulation).
+fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if ["metadata.json", "status.json", "sim.json"].contains(&name.as_str()) {
+                continue;
+            }
+            out.push((rel, std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+const LOSSY: &str = r#"
+name = "determinism"
+duration = "3s"
+repetitions = 2
+seed = 7
+[link]
+backend = "sim"
+rate = "20mbit"
+rtt = "40ms"
+queue = "1bdp"
+loss = "1%"
+jitter = "1ms"
+[[flows]]
+cc = "cubic"
+[[flows]]
+cc = "vegas"
+start = "0.5s"
+[[cross]]
+rate = "2mbit"
+on = "300ms"
+off = "200ms"
+"#;
+
+#[test]
+fn the_same_seed_gives_identical_files_and_another_seed_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario(LOSSY);
+    let a = sim(&sc, &dir.path().join("a"));
+    sim(&sc, &dir.path().join("b"));
+    assert_eq!(a["status"], "complete");
+    assert_eq!(a["link"]["backend"], "sim");
+    let (fa, fb) = (files(&dir.path().join("a")), files(&dir.path().join("b")));
+    let names: Vec<&String> = fa.iter().map(|(n, _)| n).collect();
+    // Both repetitions, both flows, both ends' qlog and the bottleneck log.
+    for want in [
+        "summary.json",
+        "scenario.toml",
+        "rep-1/bottleneck.bin",
+        "rep-1/bottleneck-samples.jsonl",
+        "rep-2/flow-1/client.json",
+    ] {
+        assert!(
+            names.iter().any(|n| n.as_str() == want),
+            "{want} in {names:?}"
+        );
+    }
+    for rep in 1..=2 {
+        for flow in 0..2 {
+            for role in ["client-", "server-"] {
+                let prefix = format!("rep-{rep}/flow-{flow}/{role}");
+                assert!(
+                    names
+                        .iter()
+                        .any(|n| n.starts_with(&prefix) && n.ends_with(".sqlog")),
+                    "{prefix}*.sqlog in {names:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        fa.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        fb.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    // Byte for byte: summaries, bottleneck logs, client reports and the
+    // qlogs of both ends. No field is exempt: TLS key material is random,
+    // but nothing written depends on it.
+    for ((n, x), (_, y)) in fa.iter().zip(&fb) {
+        assert!(x == y, "{n} differs between two runs of the same seed");
+    }
+    // The two repetitions (seeds 7 and 8) differ, and so does seed 9.
+    let ra = &a["repetitions"];
+    assert_ne!(ra[0]["bottleneck"], ra[1]["bottleneck"]);
+    let mut other = sc.clone();
+    other.seed = 9;
+    other.repetitions = 1;
+    let c = sim(&other, &dir.path().join("c"));
+    assert_ne!(
+        c["repetitions"][0]["bottleneck"]["drops"],
+        a["repetitions"][0]["bottleneck"]["drops"]
+    );
+    // The data moved: the link carried most of what it could.
+    let util = a["bottleneck"]["utilization"].as_f64().unwrap();
+    assert!(util > 0.5, "utilization {util}");
+    let dropped = a["bottleneck"]["drops_by_reason"]["loss"].as_u64().unwrap();
+    assert!(dropped > 0, "a 1% lossy link dropped nothing");
+}
+
+/// Every registered algorithm (the plugins and quiche's reno, cubic and
+/// bbr2) moves data under virtual time, twice with identical bottleneck
+/// logs: a plugin that read the wall clock or its own random source would
+/// differ between the two.
+#[test]
+fn every_algorithm_runs_deterministically_under_sim() {
+    let dir = tempfile::tempdir().unwrap();
+    for info in cc_algorithms::registry::algorithms() {
+        // Required parameters at example values (BR-TCP's reservation
+        // below this link's rate).
+        let name = info.example_spec().replace("40mbit", "4mbit");
+        let text = format!(
+            "name = \"{name}\"\nduration = \"2s\"\nseed = 3\n[link]\nbackend = \"sim\"\nrate = \"10mbit\"\nrtt = \"30ms\"\nloss = \"0.5%\"\n[[flows]]\ncc = \"{name}\"\n"
+        );
+        let sc = scenario(&text);
+        let a = sim(&sc, &dir.path().join(format!("{name}-a")));
+        let b = sim(&sc, &dir.path().join(format!("{name}-b")));
+        let bytes = a["repetitions"][0]["flows"][0]["bytes"].as_f64().unwrap();
+        assert!(bytes > 200_000.0, "{name} moved only {bytes} B in 2 s");
+        for f in ["rep-1/bottleneck.bin", "summary.json"] {
+            let x = std::fs::read(dir.path().join(format!("{name}-a/{f}"))).unwrap();
+            let y = std::fs::read(dir.path().join(format!("{name}-b/{f}"))).unwrap();
+            assert!(x == y, "{name}: {f} differs between two identical runs");
+        }
+        assert_eq!(a["link"]["backend"], "sim", "{name}");
+        assert_eq!(b["flows"][0]["completed"], 1, "{name}: {b}");
+    }
+}
+
+/// `cclab run --link sim` needs no quic-server or quic-client binaries,
+/// and the result opens in `cclab report` and `qlog-analysis` like emu's.
+#[test]
+fn cclab_run_link_sim_writes_a_result_the_tools_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = Command::new(env!("CARGO_BIN_EXE_cclab"))
+        .args([
+            "run",
+            "--link",
+            "sim",
+            "--cc",
+            "newreno",
+            "--duration",
+            "2s",
+            "--json",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .env("CCLAB_BIN_DIR", "/nonexistent")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["link"]["backend"], "sim");
+    let sender = s["repetitions"][0]["flows"][0]["qlog"]["sender"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let qlog = out.join(&sender);
+    let text = std::fs::read_to_string(&qlog).unwrap();
+    assert!(
+        text.contains("simulation:scenario"),
+        "the sender's qlog says what it was taken under"
+    );
+    let html = dir.path().join("r.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_cclab"))
+        .arg("report")
+        .arg(&out)
+        .arg("--out")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("newreno"));
+}
+
+#[test]
+fn a_wrong_backend_name_is_refused_naming_the_field() {
+    let e = Scenario::parse(
+        "name = \"x\"\n[link]\nbackend = \"ns3\"\n[[flows]]\ncc = \"cubic\"\n",
+        "t.toml",
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("link.backend") && e.contains("sim"),
+        "error names the field and the choices: {e}"
+    );
+}
