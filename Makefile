@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test demo bench bench-link bench-qlog bench-harness bench-loopback lint clean
+.PHONY: all bootstrap build test demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu lint clean
 
 all: build
 
@@ -43,6 +43,14 @@ bench-harness: bootstrap
 # Unshaped 1 GB loopback download: goodput, CPU and RSS of both ends.
 bench-loopback: bootstrap
 	./scripts/bench-loopback.sh
+
+# The virtual-time link's speed: simulated seconds per wall second.
+bench-sim: bootstrap
+	./scripts/bench-sim.sh
+
+# The same scenarios on sim and on emu (real processes), side by side.
+sim-vs-emu: bootstrap
+	./scripts/sim-vs-emu.sh
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check

@@ -152,6 +152,10 @@ pub struct BottleneckResult {
     pub bytes: u64,
     /// Drops by reason.
     pub drops_by_reason: BTreeMap<String, u64>,
+    /// Bytes dropped over bytes offered to the bottleneck (every reason;
+    /// emu and sim only). Unlike a per-packet rate it does not depend on
+    /// how the sender cut its data into packets.
+    pub loss_rate: Option<f64>,
 }
 
 /// One repetition.
@@ -324,6 +328,7 @@ fn spawn_server(
     netns: Option<&str>,
     listen: &str,
     qlog_level: quic_app::QlogLevel,
+    qlog_scenario: &Path,
 ) -> Result<Server, RunError> {
     std::fs::create_dir_all(qlog_dir)?;
     let mut cmd = match netns {
@@ -340,8 +345,10 @@ fn spawn_server(
         "5",
         "--qlog-level",
         qlog_level.as_str(),
-        "--qlog-dir",
+        "--qlog-scenario",
     ])
+    .arg(qlog_scenario)
+    .arg("--qlog-dir")
     .arg(qlog_dir)
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
@@ -628,6 +635,13 @@ fn run_rep(
     } else {
         "127.0.0.1:0".to_string()
     };
+    // What both ends' qlogs say the run was taken under.
+    let event_file = dir.join("qlog-scenario.json");
+    std::fs::write(
+        &event_file,
+        serde_json::to_vec(&sc.qlog_event(cfg.backend.as_str(), seed))
+            .map_err(std::io::Error::from)?,
+    )?;
     let mut servers = Vec::new();
     for (i, cc) in server_ccs.iter().enumerate() {
         servers.push(spawn_server(
@@ -637,6 +651,7 @@ fn run_rep(
             server_ns.as_deref(),
             &listen,
             cfg.qlog_level,
+            &event_file,
         )?);
     }
     let mut cross_targets = Vec::new();
@@ -741,6 +756,8 @@ fn run_rep(
             }
             cmd.args(["--json", "--interval", "0.5", "--qlog-level"])
                 .arg(cfg.qlog_level.as_str())
+                .arg("--qlog-scenario")
+                .arg(&event_file)
                 .arg("--qlog-dir")
                 .arg(&fdir)
                 .stdin(Stdio::null())
@@ -989,6 +1006,8 @@ pub fn collect_rep(
             b.drops_by_reason
                 .insert(r.as_str().into(), c.dropped[r as usize - 1]);
         }
+        b.loss_rate =
+            (c.arrived_bytes > 0).then(|| c.dropped_bytes as f64 / c.arrived_bytes as f64);
     }
     // Utilization while the flows were active, from the samples.
     let first_start = flows.iter().map(|(_, f)| f.start_ns).min().unwrap_or(0) as f64 / 1e9;
@@ -1131,6 +1150,10 @@ pub fn summarize(
                 .first()
                 .map(|r| r.bottleneck.drops_by_reason.clone())
                 .unwrap_or_default(),
+            loss_rate: {
+                let ls: Vec<f64> = reps.iter().filter_map(|r| r.bottleneck.loss_rate).collect();
+                (!ls.is_empty()).then(|| mean_ci(&ls).0)
+            },
         },
         jain_fairness: (!js.is_empty()).then_some(jain),
         ci95: [

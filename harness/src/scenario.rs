@@ -336,6 +336,33 @@ impl Scenario {
             .collect()
     }
 
+    /// The data of the qlog `simulation:scenario` event both ends of a
+    /// run write at the start of their trace: the backend, the link as
+    /// resolved (with this repetition's seed) and the flows.
+    pub fn qlog_event(&self, backend: &str, seed: u64) -> serde_json::Value {
+        let mut link = self.link.clone();
+        link.seed = seed;
+        serde_json::json!({
+            "scenario": self.name,
+            "backend": backend,
+            "seed": seed,
+            "duration_s": self.duration_ns as f64 / 1e9,
+            "link": serde_json::to_value(toml::Value::Table(link.to_toml()))
+                .unwrap_or(serde_json::Value::Null),
+            "flows": self.expanded_flows().iter().map(|(_, f)| serde_json::json!({
+                "cc": f.cc,
+                "direction": f.direction.as_str(),
+                "start_s": f.start_ns as f64 / 1e9,
+                "size": f.size,
+            })).collect::<Vec<_>>(),
+            "cross": self.cross.iter().map(|c| serde_json::json!({
+                "rate_bps": c.rate_bps,
+                "direction": c.direction.as_str(),
+                "start_s": c.start_ns as f64 / 1e9,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
     /// The fully resolved scenario as TOML (written into every run).
     pub fn to_toml(&self) -> toml::Table {
         let mut t = toml::Table::new();

@@ -33,6 +33,9 @@ pub struct ClientConfig {
     pub qlog_dir: Option<PathBuf>,
     /// How much qlog.
     pub qlog_level: QlogLevel,
+    /// Generic events (name, data) written at the start of the qlog, such
+    /// as the harness's `simulation:scenario`.
+    pub qlog_events: Vec<(String, serde_json::Value)>,
     /// Report every this long.
     pub interval: Option<Duration>,
     /// Print interval lines to stderr as they happen.
@@ -131,6 +134,9 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                 &scid,
                 cfg.qlog_level,
             );
+            for (name, data) in &cfg.qlog_events {
+                quic_app::qlog_event(&mut conn, name, data.clone(), Instant::now());
+            }
             Some(path)
         }
         _ => None,

@@ -89,6 +89,7 @@ fn ctrl_c_closes_the_connection_and_both_qlogs_are_complete() {
             cc: cc_algorithms::parse("cubic").unwrap(),
             qlog_dir: Some(dir.clone()),
             qlog_level: quic_app::QlogLevel::Extra,
+            qlog_events: Vec::new(),
             cert: None,
             max_connections: 10,
             idle_timeout: std::time::Duration::from_secs(5),

@@ -36,6 +36,8 @@ pub struct ServerConfig {
     pub qlog_dir: Option<PathBuf>,
     /// How much qlog.
     pub qlog_level: QlogLevel,
+    /// Generic events (name, data) written at the start of every qlog.
+    pub qlog_events: Vec<(String, serde_json::Value)>,
     /// PEM certificate chain and private key; a self-signed pair is made
     /// when `None`.
     pub cert: Option<(PathBuf, PathBuf)>,
@@ -79,7 +81,7 @@ impl Server {
                 max_connections: settings.max_connections,
                 qlog_dir: settings.qlog_dir.clone(),
                 qlog_level: settings.qlog_level,
-                qlog_events: Vec::new(),
+                qlog_events: settings.qlog_events.clone(),
                 verbose: settings.verbose,
             },
             &cid_key,

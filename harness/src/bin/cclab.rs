@@ -496,7 +496,7 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 /// The qlog level runs use unless told otherwise.
-const QLOG_DEFAULT: &str = "base";
+const QLOG_DEFAULT: &str = "core";
 
 fn qlog_level(s: &str) -> quic_app::QlogLevel {
     quic_app::QlogLevel::parse(s).unwrap_or_else(|| {
@@ -792,7 +792,7 @@ fn demo(out: Option<PathBuf>, duration: &str, json: bool, quiet: bool) -> anyhow
             quiet: true,
             stop: stop.clone(),
             threads: 0,
-            qlog_level: quic_app::QlogLevel::Extra,
+            qlog_level: quic_app::QlogLevel::Core,
             per_packet_log: false,
         };
         match harness::run::run(&sc, &cfg) {

@@ -465,19 +465,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     quiche::sim::set_time(base);
     quiche::sim::seed_rng(cfg.seed);
 
-    let scenario_event = serde_json::json!({
-        "backend": "sim",
-        "seed": cfg.seed,
-        "duration_s": sc.duration_ns as f64 / 1e9,
-        "link": toml_to_json(&toml::Value::Table(link.to_toml())),
-        "flows": sc.expanded_flows().iter().map(|(_, f)| serde_json::json!({
-            "cc": f.cc,
-            "direction": f.direction.as_str(),
-            "start_s": f.start_ns as f64 / 1e9,
-            "size": f.size,
-        })).collect::<Vec<_>>(),
-        "cross": sc.cross.len(),
-    });
+    let scenario_event = sc.qlog_event("sim", cfg.seed);
 
     let mut key_rng = Rng::new(cfg.seed, 0x5e_0001);
     let mut flows = Vec::new();
@@ -793,9 +781,4 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     outcome.wall_s = wall.elapsed().as_secs_f64();
     outcome.speedup = outcome.simulated_s / outcome.wall_s.max(1e-9);
     Ok(outcome)
-}
-
-/// TOML to JSON, for the scenario event.
-fn toml_to_json(v: &toml::Value) -> serde_json::Value {
-    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }

@@ -32,6 +32,10 @@ struct Args {
     /// base (+ stream data and state changes) or extra (everything).
     #[arg(long, default_value = "extra")]
     qlog_level: String,
+    /// A JSON file whose content is written into the qlog as a
+    /// `simulation:scenario` event (the conditions of the run).
+    #[arg(long, value_name = "FILE")]
+    qlog_scenario: Option<PathBuf>,
     /// Report every SECS seconds.
     #[arg(long, value_name = "SECS")]
     interval: Option<f64>,
@@ -53,6 +57,12 @@ fn seconds(name: &str, v: f64) -> Result<Duration, String> {
     }
 }
 
+fn read_json(p: &std::path::Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read(p).map_err(|e| format!("--qlog-scenario: {}: {e}", p.display()))?;
+    serde_json::from_slice(&text)
+        .map_err(|e| format!("--qlog-scenario: {} is not JSON: {e}", p.display()))
+}
+
 fn config(args: &Args) -> Result<ClientConfig, String> {
     Ok(ClientConfig {
         url: parse_url(&args.url).map_err(|e| e.to_string())?,
@@ -71,6 +81,10 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
                 args.qlog_level
             )
         })?,
+        qlog_events: match &args.qlog_scenario {
+            Some(p) => vec![("simulation:scenario".to_string(), read_json(p)?)],
+            None => Vec::new(),
+        },
         interval: args.interval.map(|d| seconds("interval", d)).transpose()?,
         print_intervals: !args.json,
         timeout: seconds("connect-timeout", args.connect_timeout)?,

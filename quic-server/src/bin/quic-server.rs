@@ -28,6 +28,10 @@ struct Args {
     /// base (+ stream data and state changes) or extra (everything).
     #[arg(long, default_value = "extra")]
     qlog_level: String,
+    /// A JSON file whose content starts every qlog as a
+    /// `simulation:scenario` event (the conditions of the run).
+    #[arg(long, value_name = "FILE")]
+    qlog_scenario: Option<PathBuf>,
     /// PEM certificate chain (a self-signed one is generated when absent).
     #[arg(long, requires = "key")]
     cert: Option<PathBuf>,
@@ -61,10 +65,24 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    let qlog_events = match &args.qlog_scenario {
+        None => Vec::new(),
+        Some(p) => match std::fs::read(p)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| format!("not JSON: {e}")))
+        {
+            Ok(v) => vec![("simulation:scenario".to_string(), v)],
+            Err(e) => {
+                eprintln!("error: --qlog-scenario: {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+    };
     let config = ServerConfig {
         listen: args.listen,
         cc,
         qlog_dir: args.qlog_dir,
+        qlog_events,
         qlog_level: match quic_app::QlogLevel::parse(&args.qlog_level) {
             Some(l) => l,
             None => {
