@@ -284,7 +284,18 @@ impl Scenario {
         }
         let mut link_table = match t.get("link") {
             Some(toml::Value::Table(l)) => l.clone(),
-            Some(_) => return Err(cx.err("link", "expected a table ([link])")),
+            // `link = "sim"`: the default link on that backend.
+            Some(toml::Value::String(b)) => {
+                let mut l = toml::Table::new();
+                l.insert("backend".into(), toml::Value::String(b.clone()));
+                l
+            }
+            Some(_) => {
+                return Err(cx.err(
+                    "link",
+                    "expected a table ([link]) or a backend name (link = \"sim\")",
+                ))
+            }
             None => toml::Table::new(),
         };
         if !link_table.contains_key("seed") {

@@ -208,6 +208,10 @@ fn cclab_run_link_sim_writes_a_result_the_tools_read() {
         text.contains("simulation:scenario"),
         "the sender's qlog says what it was taken under"
     );
+    let fs = qlog_analysis::summary::summarize_file(&qlog, 0.1).unwrap();
+    let cond = fs.connections[0].conditions.as_ref().expect("conditions");
+    assert_eq!(cond["backend"], "sim");
+    assert_eq!(cond["flows"][0]["cc"], "newreno");
     let html = dir.path().join("r.html");
     let o = Command::new(env!("CARGO_BIN_EXE_cclab"))
         .arg("report")
@@ -233,4 +237,18 @@ fn a_wrong_backend_name_is_refused_naming_the_field() {
         e.contains("link.backend") && e.contains("sim"),
         "error names the field and the choices: {e}"
     );
+}
+
+#[test]
+fn link_sim_shorthand_picks_the_backend() {
+    let s = scenario("name = \"x\"\nlink = \"sim\"\n[[flows]]\ncc = \"cubic\"\n");
+    assert_eq!(s.link.backend, Backend::Sim);
+    let e = Scenario::parse(
+        "name = \"x\"\nlink = 3\n[[flows]]\ncc = \"cubic\"\n",
+        "t.toml",
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("link") && e.contains("backend name"), "{e}");
 }

@@ -25,6 +25,11 @@
 //!   each value held, up to the trace's last event.
 //! - Retransmitted bytes are stream bytes sent again below the highest
 //!   offset already sent on that stream.
+//! - **Run conditions**: the data of a trace's first `simulation:scenario`
+//!   event is kept whole in [`Connection::conditions`] (later ones are
+//!   ignored), and every `simulation:marker` in [`Connection::markers`]
+//!   with its time, whether or not series are kept; past [`MAX_MARKERS`]
+//!   they are only counted ([`Counts::markers`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -57,6 +62,19 @@ pub struct Loss {
     pub bytes: Option<u64>,
     /// Packet number, when known.
     pub packet_number: Option<u64>,
+}
+
+/// Markers kept per connection; further ones are only counted.
+pub const MAX_MARKERS: usize = 10_000;
+
+/// One `simulation:marker` event: a change of conditions during the run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Marker {
+    /// When, s since the trace's first event.
+    pub t_s: f64,
+    /// The event's data as written (`{"type": "flow_start", ...}`), or
+    /// null when it had none.
+    pub data: serde_json::Value,
 }
 
 /// Per-bin byte counts.
@@ -212,6 +230,11 @@ pub struct Connection {
     pub rtt: LogHistogram,
     /// Whether `rtt` holds latest_rtt samples.
     pub rtt_from_latest: bool,
+    /// The data of the trace's first `simulation:scenario` event: the
+    /// conditions of the run (backend, link, flows, ...).
+    pub conditions: Option<serde_json::Value>,
+    /// `simulation:marker` events, in order (at most [`MAX_MARKERS`]).
+    pub markers: Vec<Marker>,
     /// Smoothed RTT: sum and count, for the inflation ratio (only updates
     /// from the first latest_rtt sample on, when the trace has any: before
     /// it, implementations log their initial placeholder, quiche's 333 ms).
@@ -254,6 +277,8 @@ pub struct Counts {
     pub packet_lost_events: u64,
     /// Congestion-state updates.
     pub state_updates: u64,
+    /// `simulation:marker` events (all of them, kept or not).
+    pub markers: u64,
 }
 
 /// Application byte counts.
@@ -600,6 +625,20 @@ impl Sink for Analyzer {
             (Parsed::Packet(p), Kind::PacketReceived) => c.on_received(t, p),
             (Parsed::Packet(p), Kind::PacketLost) => c.on_lost(t, p),
             (Parsed::State(s), _) => c.on_state(t, s),
+            (Parsed::Generic(v), Kind::Scenario) => {
+                // The first one describes the run; later ones are ignored.
+                c.conditions.get_or_insert_with(|| v.clone());
+            }
+            (p, Kind::Marker) => {
+                c.counts.markers += 1;
+                if c.markers.len() < MAX_MARKERS {
+                    let data = match p {
+                        Parsed::Generic(v) => v.clone(),
+                        _ => serde_json::Value::Null,
+                    };
+                    c.markers.push(Marker { t_s: t, data });
+                }
+            }
             (Parsed::Moved(true, bytes), _) => {
                 if !c.moved_to_app {
                     // The trace logs deliveries itself: count only those.

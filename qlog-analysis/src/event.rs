@@ -22,6 +22,11 @@ pub enum Kind {
     CongestionState,
     /// `quic:stream_data_moved`, `transport:data_moved`.
     DataMoved,
+    /// `simulation:scenario` (qlog's generic "simulation" category): the
+    /// conditions of the run, as the harness writes them first in a trace.
+    Scenario,
+    /// `simulation:marker`: a change of conditions during the run.
+    Marker,
     /// Anything else.
     Other,
 }
@@ -33,6 +38,9 @@ impl Kind {
         match (cat, ty) {
             (_, "recovery_metrics_updated" | "metrics_updated" | "metric_update") => Kind::Metrics,
             ("http" | "h3", _) => Kind::Other,
+            ("simulation", "scenario") => Kind::Scenario,
+            ("simulation", "marker") => Kind::Marker,
+            ("simulation", _) => Kind::Other,
             (_, "packet_sent") => Kind::PacketSent,
             (_, "packet_received") => Kind::PacketReceived,
             (_, "packet_lost") => Kind::PacketLost,
@@ -428,6 +436,10 @@ mod tests {
         assert_eq!(Kind::of("http:data_moved"), Kind::Other);
         assert_eq!(Kind::of("quic:stream_data_moved"), Kind::DataMoved);
         assert_eq!(Kind::of("metrics_updated"), Kind::Metrics);
+        assert_eq!(Kind::of("simulation:scenario"), Kind::Scenario);
+        assert_eq!(Kind::of("simulation:marker"), Kind::Marker);
+        assert_eq!(Kind::of("marker"), Kind::Other);
+        assert_eq!(Kind::of("simulation:packet_sent"), Kind::Other);
     }
 
     #[test]

@@ -3,7 +3,11 @@
 //! ssthresh, pacing rate, RTTs, losses, goodput and congestion states over
 //! time ([`series`]), per-connection summaries with fairness and
 //! utilization across connections ([`summary`]), plots ([`plot`]) and
-//! files that open in qvis ([`qvis`]).
+//! files that open in qvis ([`qvis`]). The conditions a run was made
+//! under, when the trace logs them (the harness's generic
+//! `simulation:scenario` event, and `simulation:marker` events for changes
+//! during the run), come out with each summary as `conditions` and
+//! `markers`, and pass through to qvis unchanged.
 //!
 //! The readers ([`reader`]) stream every flavour: quiche 0.30's JSON-SEQ,
 //! qlog 0.3/0.4 JSON-SEQ, NDJSON and JSON, and the draft-00..02 documents

@@ -9,9 +9,12 @@
 //! `recovery:packet_lost`, `http:frame_parsed`, ...), rewrites metrics in
 //! the units qvis draws (RTTs in ms, pacing in bit/s, no `u64::MAX`
 //! ssthresh sentinel), and moves draft-01 fields to where draft-02 has them
-//! (`header.packet_size` → `raw.length`, `packet_type` → `header`). Times
-//! are relative milliseconds. Writing streams, through a `.part` file that
-//! is renamed when complete.
+//! (`header.packet_size` → `raw.length`, `packet_type` → `header`).
+//! Generic events, among them the harness's `simulation:scenario` (the
+//! run's conditions) and `simulation:marker` (changes of conditions), pass
+//! through unchanged: same name, same data, so qvis's sequence and raw
+//! views show them. Times are relative milliseconds. Writing streams,
+//! through a `.part` file that is renamed when complete.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -178,6 +181,9 @@ fn fix_data(
             }
             Some(Value::Object(m))
         }
+        // Generic events (simulation:scenario, simulation:marker, ...):
+        // the data as written.
+        Kind::Scenario | Kind::Marker => None,
         _ => None,
     }
 }

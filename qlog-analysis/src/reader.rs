@@ -11,7 +11,10 @@
 //! or one element of a document's `events` array (walked with a streaming
 //! deserializer, never loading the document). Events are normalised to
 //! seconds since the trace's first event, RTTs to ms and pacing rates to
-//! bit/s, and handed to a [`Sink`]. A record that does not parse, or an
+//! bit/s, and handed to a [`Sink`]. Generic `simulation:scenario` and
+//! `simulation:marker` events (a `name`, or category `simulation` with
+//! event `scenario`/`marker`, in any flavour) keep their data whole
+//! ([`Parsed::Generic`]). A record that does not parse, or an
 //! event whose data does not fit its type, is skipped and counted; a
 //! document cut short ends the trace where it was cut, and is reported.
 
@@ -72,6 +75,9 @@ pub enum Parsed {
     State(String),
     /// Stream data moved: (to the application?, bytes).
     Moved(bool, u64),
+    /// A generic event's data as written (`simulation:scenario`,
+    /// `simulation:marker`): kept whole, since its shape is the writer's.
+    Generic(serde_json::Value),
 }
 
 /// One normalised event.
@@ -227,6 +233,9 @@ impl Ctx<'_> {
                 parse_state(d).map(|s| s.map_or(Parsed::None, Parsed::State))
             }
             (Kind::DataMoved, Some(d)) => parse_moved(d).map(|(a, b)| Parsed::Moved(a, b)),
+            (Kind::Scenario | Kind::Marker, Some(d)) => {
+                serde_json::from_str(d.get()).map(Parsed::Generic)
+            }
         };
         let parsed = match parsed {
             Ok(p) => p,

@@ -1,10 +1,23 @@
 //! Per-connection summaries, and fairness and utilization across them.
+//!
+//! Besides the figures, a [`Summary`] carries the conditions the run was
+//! made under when the trace says so: `conditions` is the data of the
+//! trace's first `simulation:scenario` event as written (the harness
+//! writes `{"scenario", "backend", "seed", "duration_s", "link": {...},
+//! "flows": [...], "cross": [...]}`), or null; `markers` lists the
+//! `simulation:marker` events (changes of conditions during the run) as
+//! `{t_s, data}`, at most [`MAX_MARKERS`](crate::analysis::MAX_MARKERS) of them, with
+//! `markers_dropped` counting the rest. [`describe_conditions`] and
+//! [`describe_markers`] put them in one line each for people.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::analysis::{Analyzer, AppBytes, Connection, Counts, LossSource};
+use serde_json::Value;
+
+use crate::analysis::{Analyzer, AppBytes, Connection, Counts, LossSource, Marker};
 use crate::reader::{read_file, ReadError, ReadStats};
+use crate::units::{parse_duration_ms, parse_rate};
 
 /// Goodput figures, bit/s.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -94,6 +107,14 @@ pub struct Summary {
     pub app_bytes: AppBytes,
     /// Event counts.
     pub counts: Counts,
+    /// The run's conditions: the data of the trace's first
+    /// `simulation:scenario` event as written, or null when it has none.
+    pub conditions: Option<Value>,
+    /// `simulation:marker` events, `{t_s, data}` (s since the trace's
+    /// first event, data as written), at most [`MAX_MARKERS`](crate::analysis::MAX_MARKERS).
+    pub markers: Vec<Marker>,
+    /// Markers past [`MAX_MARKERS`](crate::analysis::MAX_MARKERS), counted but not listed.
+    pub markers_dropped: u64,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -186,6 +207,9 @@ impl Summary {
             wire_bytes: c.wire,
             app_bytes: c.app,
             counts: c.counts,
+            conditions: c.conditions.clone(),
+            markers: c.markers.clone(),
+            markers_dropped: c.counts.markers.saturating_sub(c.markers.len() as u64),
         }
     }
 }
@@ -257,9 +281,225 @@ pub fn aggregate(summaries: &[&Summary], capacity_bps: Option<f64>) -> Aggregate
     }
 }
 
+fn short_num(x: f64) -> String {
+    format!("{}", (x * 1000.0).round() / 1000.0)
+}
+
+fn rate_text(bps: f64) -> String {
+    for (unit, m) in [("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)] {
+        if bps >= m {
+            return format!("{} {unit}", short_num(bps / m));
+        }
+    }
+    format!("{} bit/s", short_num(bps))
+}
+
+/// A rate: a number of bit/s or a tc-style string (`20mbit`).
+fn rate_of(v: &Value) -> Option<f64> {
+    v.as_f64().or_else(|| v.as_str().and_then(parse_rate))
+}
+
+/// A time: a number of ms or a string with its unit (`20ms`).
+fn ms_of(v: &Value) -> Option<f64> {
+    v.as_f64()
+        .or_else(|| v.as_str().and_then(parse_duration_ms))
+}
+
+/// The rate of a link (or of one of its directions), bit/s.
+fn link_rate(l: &Value) -> Option<f64> {
+    l.get("rate_bps")
+        .or_else(|| l.get("rate"))
+        .and_then(rate_of)
+}
+
+/// The rate and RTT a scenario's `link` object gives: the harness's
+/// `{up: {rate, delay, ...}, down: {...}}`, or flat `rate`/`rate_bps` and
+/// `rtt`/`rtt_ms` (or a one-way `delay`/`delay_ms`). Returns (down rate,
+/// up rate, RTT in ms, down trace).
+fn link_facts(link: &Value) -> (Option<f64>, Option<f64>, Option<f64>, Option<String>) {
+    let (up, down) = (link.get("up"), link.get("down"));
+    let one_way = |l: &Value| l.get("delay_ms").or_else(|| l.get("delay")).and_then(ms_of);
+    let flat_rtt = link
+        .get("rtt_ms")
+        .or_else(|| link.get("rtt"))
+        .and_then(ms_of);
+    if up.is_none() && down.is_none() {
+        let rtt = flat_rtt.or_else(|| one_way(link).map(|d| 2.0 * d));
+        return (link_rate(link), None, rtt, None);
+    }
+    let rtt = flat_rtt.or(match (up.and_then(one_way), down.and_then(one_way)) {
+        (Some(a), Some(b)) => Some(a + b),
+        (Some(a), None) | (None, Some(a)) => Some(2.0 * a),
+        (None, None) => None,
+    });
+    let trace = down
+        .and_then(|d| d.get("trace"))
+        .and_then(Value::as_str)
+        .map(|p| p.rsplit(['/', '\\']).next().unwrap_or(p).to_string());
+    (
+        down.and_then(link_rate).or_else(|| link_rate(link)),
+        up.and_then(link_rate),
+        rtt,
+        trace,
+    )
+}
+
+/// One line describing a `simulation:scenario` object: scenario, backend,
+/// seed, duration, link rate and RTT (when the `link` object tells), and
+/// the flows by congestion controller.
+pub fn describe_conditions(c: &Value) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(name) = c.get("scenario").and_then(Value::as_str) {
+        parts.push(format!("scenario {name}"));
+    }
+    let link = c.get("link").filter(|l| l.is_object());
+    let backend = c
+        .get("backend")
+        .or_else(|| link.and_then(|l| l.get("backend")))
+        .and_then(Value::as_str);
+    if let Some(b) = backend {
+        parts.push(format!("backend {b}"));
+    }
+    if let Some(seed) = c.get("seed").filter(|v| v.is_number()) {
+        parts.push(format!("seed {seed}"));
+    }
+    if let Some(d) = c.get("duration_s").and_then(Value::as_f64) {
+        parts.push(format!("{} s", short_num(d)));
+    }
+    if let Some(l) = link {
+        let (down, up, rtt, trace) = link_facts(l);
+        let mut lp = Vec::new();
+        match (down, up, trace) {
+            (_, _, Some(t)) => lp.push(format!("trace {t}")),
+            (Some(d), Some(u), None) if (d - u).abs() > 1e-9 * d.abs().max(1.0) => {
+                lp.push(format!("{} down, {} up", rate_text(d), rate_text(u)))
+            }
+            (Some(d), _, None) | (None, Some(d), None) => lp.push(rate_text(d)),
+            (None, None, None) => {}
+        }
+        if let Some(r) = rtt {
+            lp.push(format!("rtt {} ms", short_num(r)));
+        }
+        if !lp.is_empty() {
+            parts.push(format!("link {}", lp.join(", ")));
+        }
+    }
+    if let Some(flows) = c.get("flows").and_then(Value::as_array) {
+        let mut ccs: Vec<(String, usize)> = Vec::new();
+        for f in flows {
+            let cc = f.get("cc").and_then(Value::as_str).unwrap_or("?");
+            match ccs.iter_mut().find(|(n, _)| n == cc) {
+                Some((_, k)) => *k += 1,
+                None => ccs.push((cc.to_string(), 1)),
+            }
+        }
+        let list: Vec<String> = ccs
+            .iter()
+            .map(|(n, k)| {
+                if *k > 1 {
+                    format!("{n} x{k}")
+                } else {
+                    n.clone()
+                }
+            })
+            .collect();
+        let n = flows.len();
+        let mut f = format!("{n} flow{}", if n == 1 { "" } else { "s" });
+        if !list.is_empty() {
+            f += &format!(" ({})", list.join(", "));
+        }
+        parts.push(f);
+    }
+    if let Some(cross) = c.get("cross").and_then(Value::as_array) {
+        if !cross.is_empty() {
+            parts.push(format!("{} cross-traffic source(s)", cross.len()));
+        }
+    }
+    if parts.is_empty() {
+        "(no fields this tool knows)".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// One line counting markers and naming the first few (their `type`, and
+/// time): `2 markers: flow_start at 0 s, flow_start at 5 s`.
+pub fn describe_markers(markers: &[Marker], dropped: u64) -> String {
+    let n = markers.len() as u64 + dropped;
+    let mut s = format!("{n} marker{}", if n == 1 { "" } else { "s" });
+    let shown: Vec<String> = markers
+        .iter()
+        .take(5)
+        .map(|m| {
+            let ty = m
+                .data
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("marker");
+            format!("{ty} at {} s", short_num(m.t_s))
+        })
+        .collect();
+    if !shown.is_empty() {
+        s += &format!(": {}", shown.join(", "));
+        if n > shown.len() as u64 {
+            s += ", ...";
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditions_in_one_line() {
+        let c = serde_json::json!({
+            "scenario": "cli", "backend": "sim", "seed": 1, "duration_s": 10.0,
+            "link": {"backend": "sim", "seed": 1,
+                "up": {"rate": "20mbit", "delay": "20ms", "queue": "1bdp"},
+                "down": {"rate": "20mbit", "delay": "20ms", "queue": "1bdp"}},
+            "flows": [{"cc": "cubic", "direction": "download", "start_s": 0.0, "size": null},
+                      {"cc": "vegas", "direction": "download", "start_s": 5.0, "size": null},
+                      {"cc": "cubic", "direction": "download", "start_s": 5.0, "size": null}],
+            "cross": []
+        });
+        assert_eq!(
+            describe_conditions(&c),
+            "scenario cli, backend sim, seed 1, 10 s, link 20 Mbit/s, rtt 40 ms, 3 flows (cubic x2, vegas)"
+        );
+        let flat = serde_json::json!({"link": {"rate_bps": 5e5, "rtt_ms": 12.5}, "flows": []});
+        assert_eq!(
+            describe_conditions(&flat),
+            "link 500 kbit/s, rtt 12.5 ms, 0 flows"
+        );
+        let asym = serde_json::json!({"link": {"up": {"rate": "1mbit", "delay": "5ms"}, "down": {"rate": "1gbit", "delay": "15ms"}}});
+        assert_eq!(
+            describe_conditions(&asym),
+            "link 1 Gbit/s down, 1 Mbit/s up, rtt 20 ms"
+        );
+        assert_eq!(
+            describe_conditions(&serde_json::json!({})),
+            "(no fields this tool knows)"
+        );
+    }
+
+    #[test]
+    fn markers_in_one_line() {
+        let m = |t: f64| Marker {
+            t_s: t,
+            data: serde_json::json!({"type": "flow_start", "flow": 1}),
+        };
+        assert_eq!(describe_markers(&[], 0), "0 markers");
+        assert_eq!(
+            describe_markers(&[m(0.0), m(5.0)], 0),
+            "2 markers: flow_start at 0 s, flow_start at 5 s"
+        );
+        assert_eq!(
+            describe_markers(&[m(1.5)], 3),
+            "4 markers: flow_start at 1.5 s, ..."
+        );
+    }
 
     #[test]
     fn jain_index() {

@@ -53,6 +53,9 @@ fn summary_json_fairness_and_utilization() {
             "cwnd",
             "time_in_state_s",
             "counts",
+            "conditions",
+            "markers",
+            "markers_dropped",
         ] {
             assert!(c.get(k).is_some(), "missing {k}");
         }

@@ -144,6 +144,10 @@ struct SweepArgs {
     /// Output directory (re-running with it finishes what is missing).
     #[arg(long)]
     out: PathBuf,
+    /// Backend for every point, overriding the scenario's `link.backend`:
+    /// auto, emu, netem or sim.
+    #[arg(long)]
+    link: Option<String>,
     /// Points run in parallel (each its own link and processes; on a
     /// small machine they compete for CPU). Default: one per core with
     /// `backend = "sim"` (each simulation uses one core), else 1.
@@ -884,6 +888,12 @@ fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
             a.shard
         ))
     });
+    let mut sw = sw;
+    if let Some(b) = &a.link {
+        sw.base.link.backend = Backend::parse(b).unwrap_or_else(|| {
+            bad_input(format!("--link: `{b}` is not one of auto, emu, netem, sim"))
+        });
+    }
     let backend = resolve_backend(&sw.base.link);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = a

@@ -11,6 +11,14 @@
 //! `max_p` to 1; above that (or above `max_th` without gentle) every
 //! arrival is dropped. `q` counts packets; the hard queue limit is applied
 //! separately by the queue.
+//!
+//! As in ns-2 (`REDQueue::enque` tests `qlen > 1` before any early or
+//! forced drop), an arrival that finds at most one packet queued is never
+//! dropped by RED. Without that guard an average left above `max_th` when
+//! the queue drains drops every later arrival to the empty queue, and since
+//! each such arrival ends the idle period the average then decays by only
+//! `wq` per packet: a sender reduced to timeout probes is cut off for good
+//! (seen as connections that never recover on a RED bottleneck).
 
 use super::rng::Rng;
 use crate::link::RedParams;
@@ -67,6 +75,8 @@ impl Red {
         let pb = if self.avg < min_th {
             self.count = -1;
             return false;
+        } else if q <= 1 {
+            return false;
         } else if self.avg < max_th {
             max_p * (self.avg - min_th) / (max_th - min_th)
         } else if gentle && self.avg < 2.0 * max_th {
@@ -115,6 +125,20 @@ mod tests {
         r.on_idle(1_000_000_000);
         r.on_arrival(0, 2_000_000_000);
         assert!((r.avg - want * 0.998f64.powf(1000.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_empty_queue_is_never_cut_off() {
+        // The average is far above max_th, but the queue has drained: the
+        // next arrivals get through, and the queue builds up again.
+        let mut r = red();
+        r.avg = 40.0;
+        r.idle_since = None;
+        assert!(!(0..100).any(|_| r.on_arrival(0, 1)));
+        assert!(!r.on_arrival(1, 1));
+        // Two or more queued: above max_th, RED drops.
+        r.avg = 40.0;
+        assert!(r.on_arrival(2, 1));
     }
 
     #[test]

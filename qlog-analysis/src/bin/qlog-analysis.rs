@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use qlog_analysis::analysis::Analyzer;
-use qlog_analysis::summary::{aggregate, summarize_file, FileSummary};
+use qlog_analysis::summary::{
+    aggregate, describe_conditions, describe_markers, summarize_file, FileSummary,
+};
 
 #[derive(Parser)]
 #[command(
@@ -239,6 +241,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                             "{} [trace {}] {} {} ({})",
                             s.file, s.trace, s.vantage_point, s.format, s.title
                         );
+                        if let Some(c) = &s.conditions {
+                            println!("  conditions: {}", describe_conditions(c));
+                        }
+                        if s.conditions.is_some() || !s.markers.is_empty() || s.markers_dropped > 0
+                        {
+                            println!("  {}", describe_markers(&s.markers, s.markers_dropped));
+                        }
                         println!(
                             "  duration {:.3} s, {} application bytes ({})",
                             s.duration_s, s.bytes, s.bytes_basis
