@@ -158,3 +158,89 @@ pub async fn flush(
     }
     Ok(pace_until)
 }
+
+/// A timer with microsecond precision for the socket loops.
+///
+/// tokio's timers fire on the next millisecond tick at the earliest, and
+/// quiche's pacers restart their schedule from the time a packet really
+/// leaves (they do not catch up), so a paced sender woken up to 1 ms late
+/// loses rate: BBR2 used 92% of a 20 Mbit/s link this way where virtual
+/// time, which is never late, used 98.5%. A timerfd in tokio's reactor
+/// wakes within the kernel's timer slack (50 µs by default) instead.
+pub struct Timer {
+    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+}
+
+impl Timer {
+    /// A disarmed timer.
+    pub fn new() -> io::Result<Timer> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: timerfd_create has no memory-safety preconditions; the
+        // descriptor it returns is owned by the OwnedFd from here on.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a fresh descriptor nothing else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        // SAFETY: the OwnedFd keeps the descriptor open, and the same one,
+        // for as long as the AsyncFd that owns it lives.
+        let fd =
+            unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, Interest::READABLE) }
+                .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(Timer { fd })
+    }
+
+    /// Waits until `t`; forever when `None`. Re-arming (a new call after a
+    /// cancelled one) replaces the previous deadline.
+    pub async fn sleep_until(&self, t: Option<Instant>) {
+        use std::os::fd::AsRawFd;
+        let Some(t) = t else {
+            return std::future::pending().await;
+        };
+        let d = t.saturating_duration_since(Instant::now());
+        if d.is_zero() {
+            return;
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos() as libc::c_long,
+            },
+        };
+        let fd = self.fd.get_ref().as_raw_fd();
+        // SAFETY: `fd` is our timerfd and `spec` a valid itimerspec.
+        if unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) } < 0 {
+            return tokio::time::sleep_until(t.into()).await;
+        }
+        loop {
+            let Ok(mut guard) = self.fd.readable().await else {
+                return tokio::time::sleep_until(t.into()).await;
+            };
+            let mut ticks = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into `ticks`.
+            let r = guard.try_io(|inner| {
+                let n = unsafe { libc::read(inner.as_raw_fd(), ticks.as_mut_ptr().cast(), 8) };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(())
+                }
+            });
+            match r {
+                Ok(_) => return,
+                // Readiness left over from a cancelled wait: wait again.
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}

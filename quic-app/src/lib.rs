@@ -25,8 +25,9 @@ use std::time::{Duration, Instant};
 pub const MAX_DATAGRAM_SIZE: usize = 1350;
 
 /// Packets whose pacing release time is closer than this are built now by
-/// the socket path: timers cannot wait for less, and tiny bursts do no harm.
-pub const PACING_SLACK: Duration = Duration::from_micros(500);
+/// the socket path: its timer ([`io::Timer`]) wakes within the kernel's
+/// timer slack (50 µs), and tiny bursts do no harm.
+pub const PACING_SLACK: Duration = Duration::from_micros(100);
 
 /// A configuration with the transport settings both ends use for bulk
 /// transfer.

@@ -164,6 +164,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut interrupted = false;
+    let timer = quic_app::io::Timer::new()?;
 
     loop {
         let wake = [app.timeout(), pace_until].into_iter().flatten().min();
@@ -183,7 +184,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                     meta = socket.try_recv(&mut buf)?;
                 }
             }
-            _ = sleep_until(wake) => {}
+            _ = timer.sleep_until(wake) => {}
             _ = &mut ctrl_c, if !interrupted => {
                 interrupted = true;
                 app.interrupt();
@@ -196,13 +197,6 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
     }
     Ok(app.report(Instant::now(), qlog))
-}
-
-async fn sleep_until(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

@@ -101,6 +101,7 @@ impl Server {
         let mut buf = vec![0u8; 65535];
         let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
         let local = self.socket.local_addr();
+        let timer = quic_app::io::Timer::new()?;
         // Once shutting down: close every connection, and keep serving until
         // they are closed (so their qlogs end with connection_closed), at
         // most this long.
@@ -129,7 +130,7 @@ impl Server {
                         }
                     }
                 }
-                _ = sleep_until(wake) => {}
+                _ = timer.sleep_until(wake) => {}
             }
             self.app.process(Instant::now());
             for peer in self.app.peers_mut() {
@@ -152,12 +153,5 @@ impl Server {
             self.app.recv(&mut buf[off..end], meta.addr, local, now);
             off = end;
         }
-    }
-}
-
-async fn sleep_until(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
-        None => std::future::pending().await,
     }
 }
