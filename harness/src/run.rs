@@ -952,28 +952,35 @@ pub fn collect_rep(
                 .display()
                 .to_string()
         };
+        // The two traces are read side by side: on a 60 s run at the
+        // default level they hold about 200 MB together.
+        let summarize = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .and_then(|p| qlog_analysis::summary::summarize_file(p, 0.1).ok())
+        };
+        let (fs_sender, fs_receiver) = std::thread::scope(|s| {
+            let h = s.spawn(|| summarize(&sender));
+            let rx = summarize(&receiver);
+            (h.join().ok().flatten(), rx)
+        });
         if let Some(p) = &sender {
             r.qlog.insert("sender".into(), rel(p));
-            if let Ok(fs) = qlog_analysis::summary::summarize_file(p, 0.1) {
-                if let Some(s) = fs.connections.first() {
-                    r.rtt_ms = s.rtt_ms.as_ref().map(|x| RttMs {
-                        min: x.min,
-                        mean: x.mean,
-                        p95: x.p95,
-                    });
-                    r.lost_packets = s.loss.packets;
-                    r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
-                }
-            }
+        }
+        if let Some(s) = fs_sender.as_ref().and_then(|fs| fs.connections.first()) {
+            r.rtt_ms = s.rtt_ms.as_ref().map(|x| RttMs {
+                min: x.min,
+                mean: x.mean,
+                p95: x.p95,
+            });
+            r.lost_packets = s.loss.packets;
+            r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
         }
         if let Some(p) = &receiver {
             r.qlog.insert("receiver".into(), rel(p));
-            if let Ok(fs) = qlog_analysis::summary::summarize_file(p, 0.1) {
-                if let Some(s) = fs.connections.first() {
-                    r.qlog_goodput_bps = s.goodput.as_ref().map(|g| g.mean_bps);
-                    r.wire_bytes_received = s.wire_bytes.1;
-                }
-            }
+        }
+        if let Some(s) = fs_receiver.as_ref().and_then(|fs| fs.connections.first()) {
+            r.qlog_goodput_bps = s.goodput.as_ref().map(|g| g.mean_bps);
+            r.wire_bytes_received = s.wire_bytes.1;
         }
         results.push(r);
     }
