@@ -124,6 +124,31 @@ fn the_same_seed_gives_identical_files_and_another_seed_does_not() {
     for ((n, x), (_, y)) in fa.iter().zip(&fb) {
         assert!(x == y, "{n} differs between two runs of the same seed");
     }
+    // The first flow's traces say what changed while they ran: the second
+    // flow's start and the cross traffic switching on and off.
+    let root = dir.path().join("a");
+    for role in ["client-", "server-"] {
+        let (name, _) = fa
+            .iter()
+            .find(|(n, _)| n.starts_with(&format!("rep-1/flow-0/{role}")) && n.ends_with(".sqlog"))
+            .unwrap();
+        let fs = qlog_analysis::summary::summarize_file(&root.join(name), 0.1).unwrap();
+        let c = &fs.connections[0];
+        assert_eq!(c.conditions.as_ref().unwrap()["backend"], "sim");
+        let kinds: Vec<&str> = c
+            .markers
+            .iter()
+            .filter_map(|m| m.data["type"].as_str())
+            .collect();
+        assert!(kinds.contains(&"flow_start"), "{role}: {kinds:?}");
+        assert!(kinds.contains(&"cross_off"), "{role}: {kinds:?}");
+        let start = c
+            .markers
+            .iter()
+            .find(|m| m.data["type"] == "flow_start")
+            .unwrap();
+        assert_eq!(start.data["flow"], 1);
+    }
     // The two repetitions (seeds 7 and 8) differ, and so does seed 9.
     let ra = &a["repetitions"];
     assert_ne!(ra[0]["bottleneck"], ra[1]["bottleneck"]);

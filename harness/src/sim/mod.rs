@@ -156,6 +156,8 @@ struct CrossSource {
     k: u64,
     sent: u64,
     received: u64,
+    /// Whether the last datagram fell in an on period (for markers).
+    was_on: Option<bool>,
 }
 
 impl CrossSource {
@@ -395,17 +397,28 @@ impl World {
         };
         let app = ClientApp::new(conn, settings, now_i)
             .map_err(|e| SimError::Setup(format!("HTTP/3: {e}")))?;
-        let marker = serde_json::json!({"type": "flow_start", "flow": i, "cc": f.spec.cc});
-        for g in &mut self.flows {
-            if let Some(c) = g.client.as_mut() {
-                quic_app::qlog_event(c.conn_mut(), "simulation:marker", marker.clone(), now_i);
-            }
-        }
+        self.marker(
+            serde_json::json!({"type": "flow_start", "flow": i, "cc": f.spec.cc}),
+            now_i,
+        );
         let f = &mut self.flows[i];
         f.client = Some(app);
         f.client_qlog = qlog;
         f.started = true;
         Ok(())
+    }
+
+    /// A `simulation:marker` in the qlog of every open connection, both
+    /// ends.
+    fn marker(&mut self, data: serde_json::Value, now: Instant) {
+        for f in &mut self.flows {
+            if let Some(c) = f.client.as_mut() {
+                quic_app::qlog_event(c.conn_mut(), "simulation:marker", data.clone(), now);
+            }
+            for p in f.server.peers_mut() {
+                quic_app::qlog_event(&mut p.conn, "simulation:marker", data.clone(), now);
+            }
+        }
     }
 
     /// Ends flow `i`'s client: its report goes to `client.json`.
@@ -530,6 +543,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
             k: 0,
             sent: 0,
             received: 0,
+            was_on: None,
         })
         .collect();
 
@@ -699,6 +713,16 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
                     (Some(on), Some(off)) => since % (on + off) < on,
                     _ => true,
                 };
+                if c.was_on != Some(on) {
+                    c.was_on = Some(on);
+                    let marker = serde_json::json!({
+                        "type": if on { "cross_on" } else { "cross_off" },
+                        "source": j,
+                        "rate_bps": c.spec.rate_bps,
+                    });
+                    w.marker(marker, now_i);
+                }
+                let c = &mut w.cross[j];
                 if on {
                     let size = c.spec.packet_size as usize;
                     c.sent += size as u64;
