@@ -158,6 +158,37 @@ pub fn attach_qlog(
     );
 }
 
+/// Makes `conn` write qlog to `DIR/ROLE-CID.sqlog` (`role` is `client` or
+/// `server`), starting with the generic `events` (name, data) at `now`.
+/// Returns the file, or `None` at [`QlogLevel::Off`].
+pub fn qlog_to_file(
+    conn: &mut quiche::Connection,
+    dir: &std::path::Path,
+    role: &str,
+    cid: &[u8],
+    level: QlogLevel,
+    events: &[(String, serde_json::Value)],
+    now: Instant,
+) -> std::io::Result<Option<std::path::PathBuf>> {
+    if level == QlogLevel::Off {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{role}-{}.sqlog", hex(cid)));
+    let file = std::fs::File::create(&path)?;
+    attach_qlog(
+        conn,
+        Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
+        role,
+        cid,
+        level,
+    );
+    for (name, data) in events {
+        qlog_event(conn, name, data.clone(), now);
+    }
+    Ok(Some(path))
+}
+
 /// Writes a generic qlog event (`simulation:scenario`, `simulation:marker`,
 /// ...) into `conn`'s qlog at `now`, if it writes one.
 pub fn qlog_event(

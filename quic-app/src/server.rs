@@ -217,25 +217,11 @@ impl ServerApp {
                 return false;
             }
         };
-        if let (Some(dir), true) = (
-            &self.settings.qlog_dir,
-            self.settings.qlog_level != QlogLevel::Off,
-        ) {
-            let path = dir.join(format!("server-{}.sqlog", crate::hex(scid)));
-            match std::fs::create_dir_all(dir).and_then(|_| std::fs::File::create(&path)) {
-                Ok(f) => {
-                    crate::attach_qlog(
-                        &mut conn,
-                        Box::new(std::io::BufWriter::with_capacity(1 << 16, f)),
-                        "server",
-                        scid,
-                        self.settings.qlog_level,
-                    );
-                    for (name, data) in &self.settings.qlog_events {
-                        crate::qlog_event(&mut conn, name, data.clone(), now);
-                    }
-                }
-                Err(e) => eprintln!("cannot write qlog {}: {e}", path.display()),
+        if let Some(dir) = &self.settings.qlog_dir {
+            let (level, events) = (self.settings.qlog_level, &self.settings.qlog_events);
+            if let Err(e) = crate::qlog_to_file(&mut conn, dir, "server", scid, level, events, now)
+            {
+                eprintln!("cannot write qlog in {}: {e}", dir.display());
             }
         }
         self.stats.accepted += 1;

@@ -123,23 +123,16 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         &mut config,
     )?;
     let qlog = match &cfg.qlog_dir {
-        Some(dir) if cfg.qlog_level != QlogLevel::Off => {
-            std::fs::create_dir_all(dir)?;
-            let path = dir.join(format!("client-{}.sqlog", quic_app::hex(&scid)));
-            let file = std::fs::File::create(&path)?;
-            quic_app::attach_qlog(
-                &mut conn,
-                Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
-                "client",
-                &scid,
-                cfg.qlog_level,
-            );
-            for (name, data) in &cfg.qlog_events {
-                quic_app::qlog_event(&mut conn, name, data.clone(), Instant::now());
-            }
-            Some(path)
-        }
-        _ => None,
+        Some(dir) => quic_app::qlog_to_file(
+            &mut conn,
+            dir,
+            "client",
+            &scid,
+            cfg.qlog_level,
+            &cfg.qlog_events,
+            Instant::now(),
+        )?,
+        None => None,
     };
     let path = match cfg.url.query() {
         Some(q) => format!("{}?{q}", cfg.url.path()),

@@ -348,25 +348,15 @@ impl World {
             &mut config,
         )
         .map_err(|e| SimError::Setup(format!("connect: {e}")))?;
-        let mut qlog = None;
-        if self.qlog_level != QlogLevel::Off {
-            let path = f.dir.join(format!("client-{}.sqlog", quic_app::hex(&scid)));
-            let file = std::fs::File::create(&path)?;
-            quic_app::attach_qlog(
-                &mut conn,
-                Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
-                "client",
-                &scid,
-                self.qlog_level,
-            );
-            quic_app::qlog_event(
-                &mut conn,
-                "simulation:scenario",
-                self.scenario_event.clone(),
-                now_i,
-            );
-            qlog = Some(path);
-        }
+        let qlog = quic_app::qlog_to_file(
+            &mut conn,
+            &f.dir,
+            "client",
+            &scid,
+            self.qlog_level,
+            &[("simulation:scenario".into(), self.scenario_event.clone())],
+            now_i,
+        )?;
         let size = f.spec.size.unwrap_or(1_000_000_000_000);
         let settings = ClientSettings {
             authority: "cclab-sim".into(),
