@@ -62,11 +62,7 @@ fn paced(
             continue;
         }
         let since = next.saturating_duration_since(start);
-        let on = match (spec.on_ns, spec.off_ns) {
-            (Some(on), Some(off)) => (since.as_nanos() as u64) % (on + off) < on,
-            _ => true,
-        };
-        if on {
+        if spec.is_on(since.as_nanos() as u64) {
             let r = match to {
                 Some(a) => sock.send_to(&buf, a),
                 None => sock.send(&buf),

@@ -258,7 +258,8 @@ pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
     (mean, t * (var / n as f64).sqrt())
 }
 
-fn write_json_atomic(path: &Path, v: &impl Serialize) -> std::io::Result<()> {
+/// Writes `v` as pretty JSON to `path` through a `.part` file.
+pub(crate) fn write_json_atomic(path: &Path, v: &impl Serialize) -> std::io::Result<()> {
     let tmp = path.with_extension("json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(v)?)?;
     std::fs::rename(tmp, path)
@@ -607,13 +608,7 @@ fn run_rep(
     // socket) and, on a deterministic link, locks flows into drop-tail
     // phase effects that real hosts do not have. Uploads use the server's
     // default algorithm for its (tiny) sending.
-    let server_ccs: Vec<String> = flows
-        .iter()
-        .map(|(_, f)| match f.direction {
-            Direction::Download => f.cc.clone(),
-            Direction::Upload => "cubic".into(),
-        })
-        .collect();
+    let server_ccs: Vec<&str> = flows.iter().map(|(_, f)| f.server_cc()).collect();
     let netem_link = match cfg.backend {
         Backend::Netem => Some(Arc::new(crate::netem::NetemLink::setup(
             &link,
@@ -730,26 +725,14 @@ fn run_rep(
             std::fs::create_dir_all(&fdir)?;
             let server = i;
             let addr = addr_of(server);
-            let left_ns = sc.duration_ns.saturating_sub(f.start_ns);
-            let run_ns = f.duration_ns.map_or(left_ns, |d| d.min(left_ns));
+            let run_ns = f.run_ns(sc.duration_ns);
             let mut cmd = match &client_ns {
                 Some(ns) => crate::netns::Topology::command(ns, client_bin),
                 None => Command::new(client_bin),
             };
-            match f.direction {
-                Direction::Download => {
-                    let n = f.size.unwrap_or(1_000_000_000_000);
-                    cmd.arg(format!("https://{addr}/bytes/{n}"));
-                }
-                Direction::Upload => {
-                    cmd.arg(format!("https://{addr}/upload"));
-                    cmd.args([
-                        "--upload",
-                        &f.size.unwrap_or(1_000_000_000_000).to_string(),
-                        "--cc",
-                        &f.cc,
-                    ]);
-                }
+            cmd.arg(format!("https://{addr}{}", f.request_path()));
+            if f.direction == Direction::Upload {
+                cmd.args(["--upload", &f.bytes().to_string(), "--cc", &f.cc]);
             }
             if f.size.is_none() {
                 cmd.args(["--duration", &format!("{:.3}", run_ns as f64 / 1e9)]);

@@ -87,6 +87,36 @@ impl FlowSpec {
             count: 1,
         }
     }
+
+    /// The algorithm of the flow's server: the flow's own for a download;
+    /// quiche's CUBIC for the server's (tiny) sending in an upload.
+    pub fn server_cc(&self) -> &str {
+        match self.direction {
+            Direction::Download => &self.cc,
+            Direction::Upload => "cubic",
+        }
+    }
+
+    /// Bytes to move: the size, or "unbounded" (1 TB) for a flow that
+    /// runs for a duration.
+    pub fn bytes(&self) -> u64 {
+        self.size.unwrap_or(1_000_000_000_000)
+    }
+
+    /// The HTTP path the client asks for: `/bytes/N` or `/upload`.
+    pub fn request_path(&self) -> String {
+        match self.direction {
+            Direction::Download => format!("/bytes/{}", self.bytes()),
+            Direction::Upload => "/upload".to_string(),
+        }
+    }
+
+    /// How long the client runs, ns, in a scenario of `scenario_ns`: its
+    /// duration, cut at the scenario's end.
+    pub fn run_ns(&self, scenario_ns: u64) -> u64 {
+        let left = scenario_ns.saturating_sub(self.start_ns);
+        self.duration_ns.map_or(left, |d| d.min(left))
+    }
 }
 
 /// Constant-bit-rate UDP cross traffic, optionally on/off.
@@ -106,6 +136,16 @@ pub struct CrossSpec {
     pub off_ns: Option<u64>,
     /// Datagram size, bytes.
     pub packet_size: u32,
+}
+
+impl CrossSpec {
+    /// Whether the source sends `since_ns` after its start (on/off periods).
+    pub fn is_on(&self, since_ns: u64) -> bool {
+        match (self.on_ns, self.off_ns) {
+            (Some(on), Some(off)) => since_ns % (on + off) < on,
+            _ => true,
+        }
+    }
 }
 
 /// A whole scenario.

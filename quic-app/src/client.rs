@@ -154,19 +154,9 @@ impl ClientApp {
         })
     }
 
-    /// The connection.
-    pub fn conn(&self) -> &quiche::Connection {
-        &self.conn
-    }
-
     /// The connection, to send its packets.
     pub fn conn_mut(&mut self) -> &mut quiche::Connection {
         &mut self.conn
-    }
-
-    /// Payload bytes received so far.
-    pub fn received(&self) -> u64 {
-        self.received
     }
 
     /// A datagram arrived.

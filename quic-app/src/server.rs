@@ -115,11 +115,6 @@ impl ServerApp {
         self.stats
     }
 
-    /// Open connections.
-    pub fn len(&self) -> usize {
-        self.peers.len()
-    }
-
     /// No open connection.
     pub fn is_empty(&self) -> bool {
         self.peers.is_empty()

@@ -1,11 +1,8 @@
-//! Endpoint plumbing of the binaries: connection ids, a self-signed
-//! certificate, and (re-exported from `quic-app`) the socket, the paced
-//! flush and the transport settings.
+//! The server's self-signed certificate.
 
 use std::path::PathBuf;
 
-pub use quic_app::io::{flush, Socket};
-pub use quic_app::{base_config, hex, random_cid, MAX_DATAGRAM_SIZE, PACING_SLACK};
+use quic_app::{hex, random_cid};
 
 /// Writes a fresh self-signed certificate for `localhost` into a private
 /// temporary directory; returns (certificate, key) paths. Nothing is kept.

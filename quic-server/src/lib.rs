@@ -23,7 +23,8 @@ pub use quic_app::server::ServerStats;
 use quic_app::server::{ServerApp, ServerSettings};
 use quic_app::QlogLevel;
 
-use endpoint::{Socket, MAX_DATAGRAM_SIZE};
+use quic_app::io::{flush, Socket};
+use quic_app::MAX_DATAGRAM_SIZE;
 
 /// How the server is set up.
 #[derive(Debug, Clone)]
@@ -62,7 +63,7 @@ impl Server {
             Some(pair) => pair.clone(),
             None => endpoint::self_signed()?,
         };
-        let mut config = endpoint::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
+        let mut config = quic_app::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
         config
             .load_cert_chain_from_pem_file(&cert.to_string_lossy())
             .map_err(|e| anyhow::anyhow!("cannot load certificate {}: {e}", cert.display()))?;
@@ -136,7 +137,7 @@ impl Server {
             for peer in self.app.peers_mut() {
                 // One peer's send failure must not stop the server; QUIC
                 // recovers from the lost packets.
-                peer.pace_until = endpoint::flush(&mut peer.conn, &self.socket, &mut batch)
+                peer.pace_until = flush(&mut peer.conn, &self.socket, &mut batch)
                     .await
                     .unwrap_or(None);
             }

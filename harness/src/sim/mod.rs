@@ -173,6 +173,41 @@ impl CrossSource {
     }
 }
 
+/// Datagram buffers, reused so the per-packet path does not allocate.
+struct Buffers {
+    /// Where quiche writes each packet.
+    scratch: Vec<u8>,
+    /// Spent datagram buffers.
+    pool: Vec<Vec<u8>>,
+    /// Packets built by the last [`drain`], with their link-entry times.
+    ready: Vec<(u64, Vec<u8>)>,
+}
+
+/// Builds every packet `conn` may send at `now` (pacing exactly: no
+/// slack) into `bufs.ready`, each with the time quiche wants it to leave
+/// (`send_info.at`, ns since `base`); returns when pacing releases the
+/// next one.
+fn drain(
+    conn: &mut quiche::Connection,
+    now: Instant,
+    base: Instant,
+    bufs: &mut Buffers,
+) -> Option<Instant> {
+    loop {
+        match quic_app::next_packet(conn, &mut bufs.scratch, now, Duration::ZERO) {
+            Next::Packet(n, info) => {
+                let mut v = bufs.pool.pop().unwrap_or_default();
+                v.clear();
+                v.extend_from_slice(&bufs.scratch[..n]);
+                let at = info.at.saturating_duration_since(base).as_nanos() as u64;
+                bufs.ready.push((at, v));
+            }
+            Next::Wait(t) => return Some(t),
+            Next::Idle => return None,
+        }
+    }
+}
+
 /// The whole simulated network.
 struct World {
     base: Instant,
@@ -183,9 +218,7 @@ struct World {
     cross: Vec<CrossSource>,
     qlog_level: QlogLevel,
     scenario_event: serde_json::Value,
-    buf: Vec<u8>,
-    /// Datagram buffers to reuse, so the hot path does not allocate.
-    pool: Vec<Vec<u8>>,
+    bufs: Buffers,
     datagrams: u64,
     cid_rng: Rng,
 }
@@ -204,14 +237,6 @@ impl World {
 
     fn ns(&self, i: Instant) -> u64 {
         i.saturating_duration_since(self.base).as_nanos() as u64
-    }
-
-    /// A datagram buffer holding `data`, from the pool when it has one.
-    fn pooled(&mut self, data: &[u8]) -> Vec<u8> {
-        let mut v = self.pool.pop().unwrap_or_default();
-        v.clear();
-        v.extend_from_slice(data);
-        v
     }
 
     /// When an endpoint's timers or pacing next need it, ns.
@@ -268,59 +293,29 @@ impl World {
     /// Sends what flow `i`'s client has ready.
     fn flush_client(&mut self, i: usize, now: u64, log: &mut dyn Sink) {
         let now_i = self.at(now);
-        let mut buf = std::mem::take(&mut self.buf);
-        while let Some(c) = self.flows[i].client.as_mut() {
-            match quic_app::next_packet(c.conn_mut(), &mut buf, now_i, Duration::ZERO) {
-                Next::Packet(n, info) => {
-                    let at = self.ns(info.at);
-                    let data = self.pooled(&buf[..n]);
-                    self.emit(now, at, Dir::Up, i, data, log);
-                }
-                Next::Wait(t) => {
-                    self.flows[i].client_pace = Some(t);
-                    break;
-                }
-                Next::Idle => {
-                    self.flows[i].client_pace = None;
-                    break;
-                }
-            }
+        if let Some(c) = self.flows[i].client.as_mut() {
+            let pace = drain(c.conn_mut(), now_i, self.base, &mut self.bufs);
+            self.flows[i].client_pace = pace;
         }
-        self.buf = buf;
+        self.emit_ready(now, Dir::Up, i, log);
     }
 
     /// Sends what flow `i`'s server has ready.
     fn flush_server(&mut self, i: usize, now: u64, log: &mut dyn Sink) {
         let now_i = self.at(now);
-        let mut buf = std::mem::take(&mut self.buf);
-        let mut out: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut pool = std::mem::take(&mut self.pool);
         for peer in self.flows[i].server.peers_mut() {
-            loop {
-                match quic_app::next_packet(&mut peer.conn, &mut buf, now_i, Duration::ZERO) {
-                    Next::Packet(n, info) => {
-                        let at = info.at.saturating_duration_since(self.base).as_nanos() as u64;
-                        let mut v = pool.pop().unwrap_or_default();
-                        v.clear();
-                        v.extend_from_slice(&buf[..n]);
-                        out.push((at, v));
-                    }
-                    Next::Wait(t) => {
-                        peer.pace_until = Some(t);
-                        break;
-                    }
-                    Next::Idle => {
-                        peer.pace_until = None;
-                        break;
-                    }
-                }
-            }
+            peer.pace_until = drain(&mut peer.conn, now_i, self.base, &mut self.bufs);
         }
-        self.pool = pool;
-        for (at, data) in out {
-            self.emit(now, at, Dir::Down, i, data, log);
+        self.emit_ready(now, Dir::Down, i, log);
+    }
+
+    /// Puts the datagrams [`drain`] built onto direction `dir` of the link.
+    fn emit_ready(&mut self, now: u64, dir: Dir, flow: usize, log: &mut dyn Sink) {
+        let mut ready = std::mem::take(&mut self.bufs.ready);
+        for (at, data) in ready.drain(..) {
+            self.emit(now, at, dir, flow, data, log);
         }
-        self.buf = buf;
+        self.bufs.ready = ready;
     }
 
     fn start_flow(&mut self, i: usize, now: u64) -> Result<(), SimError> {
@@ -357,15 +352,12 @@ impl World {
             &[("simulation:scenario".into(), self.scenario_event.clone())],
             now_i,
         )?;
-        let size = f.spec.size.unwrap_or(1_000_000_000_000);
+        let path = f.spec.request_path();
         let settings = ClientSettings {
             authority: "cclab-sim".into(),
-            path: if upload {
-                "/upload".into()
-            } else {
-                format!("/bytes/{size}")
-            },
-            upload: upload.then_some(size),
+            url: format!("https://{}{path}", f.server_addr),
+            path,
+            upload: upload.then(|| f.spec.bytes()),
             duration: f
                 .spec
                 .size
@@ -374,15 +366,6 @@ impl World {
             interval: Some(Duration::from_millis(500)),
             print_intervals: false,
             timeout: Duration::from_secs(10),
-            url: format!(
-                "https://{}{}",
-                f.server_addr,
-                if upload {
-                    "/upload".to_string()
-                } else {
-                    format!("/bytes/{size}")
-                }
-            ),
             cc: f.spec.cc.clone(),
         };
         let app = ClientApp::new(conn, settings, now_i)
@@ -423,18 +406,12 @@ impl World {
                 .take()
                 .and_then(|p| p.file_name().map(PathBuf::from));
             let report: Report = app.report(end, qlog);
-            write_json_atomic(&f.dir.join("client.json"), &report)?;
+            crate::run::write_json_atomic(&f.dir.join("client.json"), &report)?;
         }
         f.finished = true;
         f.client_pace = None;
         Ok(())
     }
-}
-
-fn write_json_atomic(path: &Path, v: &impl serde::Serialize) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.part");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(v)?)?;
-    std::fs::rename(tmp, path)
 }
 
 /// How to run one simulated repetition.
@@ -475,11 +452,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     for (i, (_, spec)) in sc.expanded_flows().into_iter().enumerate() {
         let fdir = cfg.dir.join(format!("flow-{i}"));
         std::fs::create_dir_all(&fdir)?;
-        let server_cc = match spec.direction {
-            scenario::Direction::Download => spec.cc.clone(),
-            scenario::Direction::Upload => "cubic".into(),
-        };
-        let cc = cc_algorithms::parse(&server_cc).map_err(|e| SimError::Cc {
+        let cc = cc_algorithms::parse(spec.server_cc()).map_err(|e| SimError::Cc {
             flow: i,
             msg: e.to_string(),
         })?;
@@ -501,7 +474,6 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
             &key,
         )
         .map_err(|e| SimError::Setup(format!("HTTP/3: {e}")))?;
-        let left_ns = sc.duration_ns.saturating_sub(spec.start_ns);
         let host = (i % 250) as u8 + 2;
         let port = 10_000 + (i / 250) as u16;
         flows.push(Flow {
@@ -517,7 +489,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
             server_wake: u64::MAX,
             client_touched: false,
             server_touched: false,
-            run_ns: spec.duration_ns.map_or(left_ns, |d| d.min(left_ns)),
+            run_ns: spec.run_ns(sc.duration_ns),
             started: false,
             finished: false,
             killed: false,
@@ -569,8 +541,11 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
         cross,
         qlog_level: cfg.qlog_level,
         scenario_event,
-        buf: vec![0u8; 65_536],
-        pool: Vec::new(),
+        bufs: Buffers {
+            scratch: vec![0u8; 65_536],
+            pool: Vec::new(),
+            ready: Vec::new(),
+        },
         datagrams: 0,
         cid_rng: Rng::new(cfg.seed, 0x5e_0002),
     };
@@ -605,20 +580,23 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
         consider(w.dirs[0].next_event());
         consider(w.dirs[1].next_event());
         consider(Some(sampler.next_due()));
+        let mut all_done = true;
         for f in &w.flows {
             if !f.started {
                 consider(Some(f.spec.start_ns));
             }
             consider(Some(f.client_wake.min(f.server_wake)));
+            all_done &= f.finished;
         }
+        let mut cross_done = true;
         for c in &w.cross {
-            consider(c.next(end_ns));
+            let t = c.next(end_ns);
+            cross_done &= t.is_none();
+            consider(t);
         }
-        let all_done = w.flows.iter().all(|f| f.finished);
         if all_done && active_end.is_none() {
             active_end = Some(now);
         }
-        let cross_done = w.cross.iter().all(|c| c.next(end_ns).is_none());
         if all_done && cross_done {
             // Let the servers see the clients' close and finish their qlogs.
             let until = *drain_until.get_or_insert(now + 3_000_000_000);
@@ -631,11 +609,9 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
         }
         if next > deadline {
             for i in 0..nflows {
-                if w.flows[i].client.is_some() {
+                if let Some(c) = w.flows[i].client.as_mut() {
+                    c.interrupt();
                     w.flows[i].killed = true;
-                    if let Some(c) = w.flows[i].client.as_mut() {
-                        c.interrupt();
-                    }
                     w.finish_client(i, now)?;
                 }
             }
@@ -664,7 +640,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
                     if let Some(c) = w.cross.get_mut(i - nflows) {
                         c.received += pkt.len() as u64;
                     }
-                    w.pool.push(pkt.data);
+                    w.bufs.pool.push(pkt.data);
                     continue;
                 }
                 let f = &mut w.flows[i];
@@ -687,7 +663,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
                         }
                     }
                 }
-                w.pool.push(pkt.data);
+                w.bufs.pool.push(pkt.data);
             }
         }
         // Cross traffic.
@@ -698,11 +674,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
                 }
                 let c = &mut w.cross[j];
                 c.k += 1;
-                let since = t - c.spec.start_ns;
-                let on = match (c.spec.on_ns, c.spec.off_ns) {
-                    (Some(on), Some(off)) => since % (on + off) < on,
-                    _ => true,
-                };
+                let on = c.spec.is_on(t - c.spec.start_ns);
                 if c.was_on != Some(on) {
                     c.was_on = Some(on);
                     let marker = serde_json::json!({
@@ -720,7 +692,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
                         scenario::Direction::Upload => Dir::Up,
                         scenario::Direction::Download => Dir::Down,
                     };
-                    let mut data = w.pool.pop().unwrap_or_default();
+                    let mut data = w.bufs.pool.pop().unwrap_or_default();
                     data.clear();
                     data.resize(size, 0);
                     let pkt = Packet {
@@ -771,7 +743,6 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
             }
         }
     }
-    // Closing every connection flushes its qlog.
     let mut outcome = SimOutcome {
         simulated_s: now as f64 / 1e9,
         events,
@@ -782,6 +753,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
         flows: w.flows.iter().map(|f| (f.dir.clone(), f.killed)).collect(),
         ..SimOutcome::default()
     };
+    // Closing every connection flushes its qlog.
     drop(w);
     samples.finish()?;
     std::fs::rename(&samples_part, cfg.dir.join("bottleneck-samples.jsonl"))?;
