@@ -129,6 +129,10 @@ pub struct FlowResult {
     pub lost_packets: u64,
     /// Mean cwnd of the sender, bytes.
     pub cwnd_mean: Option<f64>,
+    /// The sender's cwnd coefficient of variation (time-weighted standard
+    /// deviation / mean), from its qlog: the window's stability.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwnd_cv: Option<f64>,
     /// Bytes received on the wire by the data receiver (from its qlog).
     pub wire_bytes_received: u64,
     /// Why it did not complete.
@@ -957,6 +961,7 @@ pub fn collect_rep(
             });
             r.lost_packets = s.loss.packets;
             r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
+            r.cwnd_cv = s.cwnd.as_ref().map(|c| c.cv);
         }
         if let Some(p) = &receiver {
             r.qlog.insert("receiver".into(), rel(p));
