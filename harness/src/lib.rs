@@ -13,6 +13,7 @@ pub mod netem;
 pub mod netns;
 pub mod probe;
 pub mod report;
+pub mod reproduce;
 pub mod run;
 pub mod scenario;
 pub mod sim;

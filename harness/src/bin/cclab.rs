@@ -54,6 +54,9 @@ enum Cmd {
     /// Tune an algorithm offline over emulated runs (only `smcc`): writes a
     /// table of the best (alpha, beta) per network condition.
     Tune(Box<TuneArgs>),
+    /// Re-run a seed paper's evaluation and check its claims: PASS, FAIL
+    /// (with the measured figures and the likely reason) or N/A.
+    Reproduce(ReproduceArgs),
     /// Join sweep or shard directories into one.
     Merge {
         /// Sweep output directories.
@@ -163,6 +166,40 @@ struct SweepArgs {
     #[arg(long, default_value = QLOG_DEFAULT)]
     qlog_level: String,
     /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct ReproduceArgs {
+    /// A paper (smcc, ewphcc, tcp-exp, br-tcp, dcm-plus), several, or `all`.
+    #[arg(required = true)]
+    papers: Vec<String>,
+    /// Output root: each paper writes OUT/<paper>/ (claims.json,
+    /// REPRODUCTION.md, figures, runs/). Re-running resumes.
+    #[arg(long, default_value = "results/reproduce")]
+    out: PathBuf,
+    /// Fewer repetitions and shorter runs (for CI): verdicts are indicative.
+    #[arg(long)]
+    quick: bool,
+    /// Link backend: sim (default; virtual time), emu (real processes on
+    /// the userspace emulator) or netem.
+    #[arg(long, default_value = "sim")]
+    link: String,
+    /// Runs at once (default: one per core on sim, 1 otherwise).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Where the papers' directories are (default: scenarios/reproduce of
+    /// this checkout).
+    #[arg(long)]
+    papers_dir: Option<PathBuf>,
+    /// List the papers and their claims, and exit.
+    #[arg(long)]
+    list: bool,
+    /// Print the results as JSON (all papers, every claim).
     #[arg(long)]
     json: bool,
     /// No progress output.
@@ -282,6 +319,7 @@ fn main() {
         Cmd::List { json } => list(json),
         Cmd::Sweep(a) => sweep(&a),
         Cmd::Tune(a) => tune(*a),
+        Cmd::Reproduce(a) => reproduce(&a),
         Cmd::Merge { dirs, out } => match harness::sweep::merge(&dirs, &out) {
             Ok(n) => {
                 println!("{}: {n} run(s) merged", out.display());
@@ -533,6 +571,7 @@ fn resolve_backend(spec: &harness::link::LinkSpec) -> Backend {
                 && harness::netem::probe().netem
                 && spec.up.trace.is_none()
                 && spec.down.trace.is_none()
+                && harness::netem::unsupported_sched(spec).is_none()
             {
                 Backend::Netem
             } else {
@@ -943,6 +982,118 @@ fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
     Ok(if r.interrupted {
         130
     } else if r.failed > 0 {
+        1
+    } else {
+        0
+    })
+}
+
+fn papers_root(a: &ReproduceArgs) -> PathBuf {
+    if let Some(d) = &a.papers_dir {
+        return d.clone();
+    }
+    let here = PathBuf::from("scenarios/reproduce");
+    if here.is_dir() {
+        return here;
+    }
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/reproduce"))
+}
+
+fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
+    use harness::reproduce;
+    let root = papers_root(a);
+    let known = reproduce::papers(&root);
+    if known.is_empty() {
+        bad_input(format!(
+            "no papers under {} (directories with a paper.toml); use --papers-dir",
+            root.display()
+        ));
+    }
+    let names: Vec<&str> = known.iter().map(|(n, _)| n.as_str()).collect();
+    let mut chosen = Vec::new();
+    for p in &a.papers {
+        if p == "all" {
+            chosen.extend(known.iter().cloned());
+        } else if let Some(k) = known.iter().find(|(n, _)| n == p) {
+            chosen.push(k.clone());
+        } else {
+            bad_input(format!(
+                "reproduce: unknown paper `{p}`; known: {}, or all",
+                names.join(", ")
+            ));
+        }
+    }
+    chosen.dedup();
+    if a.list {
+        for (name, dir) in &chosen {
+            let m = reproduce::manifest::Manifest::load(dir).unwrap_or_else(|e| bad_input(e));
+            println!("{name}: {} ({} claims, {} experiments)", m.title, m.claims.len(), m.experiments.len());
+            for c in &m.claims {
+                println!("  {:<28} {:<28} {}", c.id, c.source, c.statement);
+            }
+        }
+        return Ok(0);
+    }
+    let backend = match a.link.as_str() {
+        "sim" => Backend::Sim,
+        "emu" => Backend::Emu,
+        "netem" => Backend::Netem,
+        other => bad_input(format!("--link: `{other}` is not one of sim, emu, netem")),
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = a.jobs.unwrap_or(if backend == Backend::Sim { cores } else { 1 });
+    if jobs == 0 || jobs > 64 {
+        bad_input(format!("--jobs: {jobs} is not from 1 to 64"));
+    }
+    let opts = reproduce::Options {
+        out: a.out.clone(),
+        quick: a.quick,
+        backend,
+        jobs,
+        quiet: a.quiet,
+        stop: stop_flag()?,
+        bin_dir: bin_dir(),
+        qlog_level: quic_app::QlogLevel::Core,
+    };
+    let mut results = Vec::new();
+    let mut failed = false;
+    for (name, dir) in &chosen {
+        match reproduce::reproduce(dir, &opts) {
+            Ok(r) => {
+                if !a.json {
+                    print!("{}", reproduce::terminal(&r));
+                }
+                failed |= !r.failed.is_empty();
+                results.push(r);
+            }
+            Err(e) => {
+                eprintln!("cclab reproduce {name}: {e}");
+                failed = true;
+            }
+        }
+        if opts.stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "papers": results }))?
+        );
+    } else if results.len() > 1 {
+        let mut line = String::from("time per paper:");
+        for r in &results {
+            line.push_str(&format!(" {} {:.0} s;", r.paper, r.wall_s));
+        }
+        let (p, f, n) = results.iter().fold((0, 0, 0), |acc, r| {
+            let c = r.counts();
+            (acc.0 + c.0, acc.1 + c.1, acc.2 + c.2)
+        });
+        println!("{line} total {p} PASS, {f} FAIL, {n} N/A");
+    }
+    Ok(if opts.stop.load(Ordering::Relaxed) {
+        130
+    } else if failed {
         1
     } else {
         0

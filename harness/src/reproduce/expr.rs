@@ -1,0 +1,584 @@
+//! A claim's directional test.
+//!
+//! ```text
+//! test   := cmp | trend | within
+//! cmp    := term op term                 op: < <= > >=
+//! trend  := increasing(term) | decreasing(term)    (along the claim's `over` axis)
+//! within := within(term, term, P%)       |a - b| <= P% of |b|
+//! term   := number | number * atom | atom
+//! atom   := label | max(term, ...) | min(term, ...) | mean(term, ...) | ratio(term, term)
+//! ```
+//!
+//! Labels are the claim's `values`. A comparison holds when it holds on
+//! the means over repetitions; it is *significant* when the two sides
+//! differ by more than their 95% confidence half-widths combined
+//! (`sqrt(ci_a² + ci_b²)`). A trend holds when Spearman's rank correlation
+//! of the means with the axis positions is at least 0.8 (at most -0.8 for
+//! decreasing); it is significant when the first and last points differ by
+//! more than their combined half-widths. `within` is significant when the
+//! difference's own half-width fits in the tolerance.
+
+use std::fmt;
+
+/// A measured quantity: mean and 95% CI half-width over `n` repetitions.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Stat {
+    /// Mean.
+    pub mean: f64,
+    /// 95% confidence half-width (0 with one repetition).
+    pub ci95: f64,
+    /// Repetitions.
+    pub n: usize,
+}
+
+impl Stat {
+    /// A constant.
+    pub fn constant(v: f64) -> Stat {
+        Stat {
+            mean: v,
+            ci95: 0.0,
+            n: 0,
+        }
+    }
+
+    /// Mean and Student-t 95% half-width of samples (non-finite ones
+    /// skipped); `None` when none is finite.
+    pub fn of(xs: &[f64]) -> Option<Stat> {
+        let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        let n = v.len();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let ci95 = if n > 1 {
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            t95(n - 1) * (var / n as f64).sqrt()
+        } else {
+            0.0
+        };
+        Some(Stat { mean, ci95, n })
+    }
+}
+
+/// Two-sided 95% Student-t quantile for `df` degrees of freedom.
+pub fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df - 1],
+        _ => 1.96,
+    }
+}
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    /// <
+    Lt,
+    /// <=
+    Le,
+    /// >
+    Gt,
+    /// >=
+    Ge,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        })
+    }
+}
+
+/// A term.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Term {
+    /// A number.
+    Num(f64),
+    /// A label, scaled.
+    Label(f64, String),
+    /// max/min/mean of terms, scaled.
+    Fn(f64, String, Vec<Term>),
+}
+
+/// A parsed test.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Test {
+    /// a op b.
+    Cmp(Term, Op, Term),
+    /// Increasing (true) or decreasing along the axis.
+    Trend(bool, Term),
+    /// |a - b| <= p·|b|.
+    Within(Term, Term, f64),
+}
+
+/// The outcome of a test at one place.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Outcome {
+    /// Holds on the means.
+    pub holds: bool,
+    /// Beyond the noise (see the module doc).
+    pub significant: bool,
+    /// The figures compared, in words.
+    pub detail: String,
+}
+
+struct Lexer<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Lexer<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.s.get(self.i).copied()
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, c: u8) -> Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!("expected `{}` at position {}", c as char, self.i + 1))
+        }
+    }
+    fn ident(&mut self) -> Option<String> {
+        self.ws();
+        let st = self.i;
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_alphanumeric() || b"_+-".contains(&self.s[self.i]))
+        {
+            // A '-' starts an identifier's continuation only after a letter.
+            if self.s[self.i] == b'-' && self.i == st {
+                break;
+            }
+            self.i += 1;
+        }
+        (self.i > st).then(|| String::from_utf8_lossy(&self.s[st..self.i]).into_owned())
+    }
+    fn number(&mut self) -> Option<f64> {
+        self.ws();
+        let st = self.i;
+        while self.i < self.s.len() && (self.s[self.i].is_ascii_digit() || b".eE".contains(&self.s[self.i])) {
+            self.i += 1;
+        }
+        let n = std::str::from_utf8(&self.s[st..self.i]).ok()?.parse().ok();
+        if n.is_none() {
+            self.i = st;
+        }
+        n
+    }
+}
+
+impl Test {
+    /// Parses a test (see the module doc).
+    pub fn parse(s: &str) -> Result<Test, String> {
+        let mut lx = Lexer { s: s.as_bytes(), i: 0 };
+        let save = lx.i;
+        let t = if let Some(name) = lx.ident().filter(|n| {
+            matches!(n.as_str(), "increasing" | "decreasing" | "within")
+        }) {
+            if lx.peek() == Some(b'(') {
+                lx.expect(b'(')?;
+                let a = term(&mut lx)?;
+                let t = if name == "within" {
+                    lx.expect(b',')?;
+                    let b = term(&mut lx)?;
+                    lx.expect(b',')?;
+                    let p = lx.number().ok_or("within: expected a percentage such as 10%")?;
+                    lx.expect(b'%')?;
+                    Test::Within(a, b, p / 100.0)
+                } else {
+                    Test::Trend(name == "increasing", a)
+                };
+                lx.expect(b')')?;
+                t
+            } else {
+                lx.i = save;
+                cmp(&mut lx)?
+            }
+        } else {
+            lx.i = save;
+            cmp(&mut lx)?
+        };
+        if lx.peek().is_some() {
+            return Err(format!(
+                "unexpected `{}` at position {}; a test is `a < b`, `increasing(a)`, `decreasing(a)` or `within(a, b, 10%)`",
+                &s[lx.i..],
+                lx.i + 1
+            ));
+        }
+        Ok(t)
+    }
+
+    /// The labels it names.
+    pub fn labels(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self {
+            Test::Cmp(a, _, b) | Test::Within(a, b, _) => {
+                a.labels(&mut out);
+                b.labels(&mut out);
+            }
+            Test::Trend(_, a) => a.labels(&mut out),
+        }
+        out
+    }
+
+    /// A trend test.
+    pub fn is_trend(&self) -> bool {
+        matches!(self, Test::Trend(..))
+    }
+
+    /// Evaluates a comparison or `within` with the labels' values.
+    pub fn eval(&self, value: &dyn Fn(&str) -> Option<Stat>) -> Result<Outcome, String> {
+        match self {
+            Test::Cmp(a, op, b) => {
+                let (x, y) = (a.eval(value)?, b.eval(value)?);
+                let holds = op.holds(x.mean, y.mean);
+                let significant = holds && (x.mean - y.mean).abs() > x.ci95.hypot(y.ci95);
+                Ok(Outcome {
+                    holds,
+                    significant,
+                    detail: format!("{} {op} {}", a.show(&x), b.show(&y)),
+                })
+            }
+            Test::Within(a, b, p) => {
+                let (x, y) = (a.eval(value)?, b.eval(value)?);
+                let tol = p * y.mean.abs();
+                let d = (x.mean - y.mean).abs();
+                let holds = d <= tol;
+                Ok(Outcome {
+                    holds,
+                    significant: holds && d + x.ci95.hypot(y.ci95) <= tol,
+                    detail: format!(
+                        "{} vs {}: differ by {:.1}% (allowed {:.0}%)",
+                        a.show(&x),
+                        b.show(&y),
+                        if y.mean != 0.0 { 100.0 * d / y.mean.abs() } else { f64::INFINITY },
+                        p * 100.0
+                    ),
+                })
+            }
+            Test::Trend(..) => Err("a trend needs a series (eval_trend)".into()),
+        }
+    }
+
+    /// Evaluates a trend over a series of (x, value function) points.
+    pub fn eval_trend(
+        &self,
+        series: &[(f64, &dyn Fn(&str) -> Option<Stat>)],
+    ) -> Result<Outcome, String> {
+        let Test::Trend(up, a) = self else {
+            return Err("not a trend".into());
+        };
+        let mut pts = Vec::new();
+        for (x, f) in series {
+            pts.push((*x, a.eval(*f)?));
+        }
+        if pts.len() < 2 {
+            return Err("a trend needs at least two points".into());
+        }
+        let xs: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        let ys: Vec<f64> = pts.iter().map(|p| p.1.mean).collect();
+        let rho = spearman(&xs, &ys);
+        let holds = if *up { rho >= 0.8 } else { rho <= -0.8 };
+        let (f, l) = (pts[0].1, pts[pts.len() - 1].1);
+        let significant = holds && (l.mean - f.mean).abs() > f.ci95.hypot(l.ci95);
+        let shown: Vec<String> = pts.iter().map(|(x, s)| format!("{x}: {}", fmt_stat(s))).collect();
+        Ok(Outcome {
+            holds,
+            significant,
+            detail: format!(
+                "{} along the axis: {} (Spearman ρ = {rho:.2})",
+                a.name(),
+                shown.join(", ")
+            ),
+        })
+    }
+}
+
+/// Spearman's rank correlation (average ranks for ties).
+pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+        let mut r = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < idx.len() {
+            let mut j = i;
+            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+                j += 1;
+            }
+            let avg = (i + j) as f64 / 2.0 + 1.0;
+            for k in i..=j {
+                r[idx[k]] = avg;
+            }
+            i = j + 1;
+        }
+        r
+    }
+    let (rx, ry) = (ranks(x), ranks(y));
+    let n = x.len() as f64;
+    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
+    let cov: f64 = rx.iter().zip(&ry).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let vx: f64 = rx.iter().map(|a| (a - mx).powi(2)).sum();
+    let vy: f64 = ry.iter().map(|b| (b - my).powi(2)).sum();
+    if vx == 0.0 || vy == 0.0 {
+        0.0
+    } else {
+        cov / (vx * vy).sqrt()
+    }
+}
+
+/// `12.3 ± 0.4` with three significant digits.
+pub fn fmt_stat(s: &Stat) -> String {
+    if s.n > 1 {
+        format!("{} ± {}", sig3(s.mean), sig3(s.ci95))
+    } else {
+        sig3(s.mean)
+    }
+}
+
+/// A number with about three significant digits.
+pub fn sig3(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn cmp(lx: &mut Lexer) -> Result<Test, String> {
+    let a = term(lx)?;
+    let op = match lx.peek() {
+        Some(b'<') => {
+            lx.i += 1;
+            if lx.eat(b'=') {
+                Op::Le
+            } else {
+                Op::Lt
+            }
+        }
+        Some(b'>') => {
+            lx.i += 1;
+            if lx.eat(b'=') {
+                Op::Ge
+            } else {
+                Op::Gt
+            }
+        }
+        _ => return Err(format!("expected <, <=, > or >= at position {}", lx.i + 1)),
+    };
+    let b = term(lx)?;
+    Ok(Test::Cmp(a, op, b))
+}
+
+fn term(lx: &mut Lexer) -> Result<Term, String> {
+    if let Some(n) = lx.number() {
+        if lx.eat(b'*') {
+            return atom(lx, n);
+        }
+        return Ok(Term::Num(n));
+    }
+    atom(lx, 1.0)
+}
+
+fn atom(lx: &mut Lexer, k: f64) -> Result<Term, String> {
+    let name = lx
+        .ident()
+        .ok_or_else(|| format!("expected a label, a number or max/min/mean(...) at position {}", lx.i + 1))?;
+    if matches!(name.as_str(), "max" | "min" | "mean" | "ratio") && lx.peek() == Some(b'(') {
+        lx.expect(b'(')?;
+        let mut args = vec![term(lx)?];
+        while lx.eat(b',') {
+            args.push(term(lx)?);
+        }
+        lx.expect(b')')?;
+        if name == "ratio" && args.len() != 2 {
+            return Err(format!("ratio takes two terms, not {}", args.len()));
+        }
+        return Ok(Term::Fn(k, name, args));
+    }
+    Ok(Term::Label(k, name))
+}
+
+impl Term {
+    fn labels(&self, out: &mut Vec<String>) {
+        match self {
+            Term::Num(_) => {}
+            Term::Label(_, l) => out.push(l.clone()),
+            Term::Fn(_, _, a) => a.iter().for_each(|t| t.labels(out)),
+        }
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Term::Num(n) => sig3(*n),
+            Term::Label(k, l) if *k == 1.0 => l.clone(),
+            Term::Label(k, l) => format!("{k}·{l}"),
+            Term::Fn(k, f, a) => {
+                let inner: Vec<String> = a.iter().map(Term::name).collect();
+                let s = format!("{f}({})", inner.join(", "));
+                if *k == 1.0 {
+                    s
+                } else {
+                    format!("{k}·{s}")
+                }
+            }
+        }
+    }
+
+    fn show(&self, s: &Stat) -> String {
+        match self {
+            Term::Num(_) => self.name(),
+            _ => format!("{} {}", self.name(), fmt_stat(s)),
+        }
+    }
+
+    fn eval(&self, value: &dyn Fn(&str) -> Option<Stat>) -> Result<Stat, String> {
+        let scale = |k: f64, s: Stat| Stat {
+            mean: k * s.mean,
+            ci95: k.abs() * s.ci95,
+            n: s.n,
+        };
+        match self {
+            Term::Num(n) => Ok(Stat::constant(*n)),
+            Term::Label(k, l) => value(l)
+                .map(|s| scale(*k, s))
+                .ok_or_else(|| format!("no measurement for `{l}`")),
+            Term::Fn(k, f, args) => {
+                let vs = args.iter().map(|a| a.eval(value)).collect::<Result<Vec<_>, _>>()?;
+                let s = match f.as_str() {
+                    "max" => *vs.iter().max_by(|a, b| a.mean.total_cmp(&b.mean)).expect("one arg"),
+                    "min" => *vs.iter().min_by(|a, b| a.mean.total_cmp(&b.mean)).expect("one arg"),
+                    "ratio" => {
+                        let (a, b) = (vs[0], vs[1]);
+                        let r = a.mean / b.mean;
+                        let rel = |s: Stat| if s.mean != 0.0 { s.ci95 / s.mean.abs() } else { 0.0 };
+                        Stat {
+                            mean: r,
+                            ci95: r.abs() * rel(a).hypot(rel(b)),
+                            n: a.n.min(b.n),
+                        }
+                    }
+                    _ => {
+                        let n = vs.len() as f64;
+                        Stat {
+                            mean: vs.iter().map(|s| s.mean).sum::<f64>() / n,
+                            ci95: vs.iter().map(|s| s.ci95 * s.ci95).sum::<f64>().sqrt() / n,
+                            n: vs.iter().map(|s| s.n).min().unwrap_or(0),
+                        }
+                    }
+                };
+                Ok(scale(*k, s))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vals(l: &str) -> Option<Stat> {
+        match l {
+            "smcc" => Some(Stat { mean: 10.0, ci95: 1.0, n: 5 }),
+            "vegas" => Some(Stat { mean: 20.0, ci95: 1.0, n: 5 }),
+            "reno" => Some(Stat { mean: 10.5, ci95: 1.0, n: 5 }),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn comparisons_hold_on_means_and_report_significance() {
+        let o = Test::parse("smcc < vegas").unwrap().eval(&vals).unwrap();
+        assert!(o.holds && o.significant, "{o:?}");
+        let o = Test::parse("smcc < reno").unwrap().eval(&vals).unwrap();
+        assert!(o.holds && !o.significant, "{o:?}");
+        let o = Test::parse("vegas > 2.5 * smcc").unwrap().eval(&vals).unwrap();
+        assert!(!o.holds);
+        let o = Test::parse("vegas >= max(smcc, reno)").unwrap().eval(&vals).unwrap();
+        assert!(o.holds && o.detail.contains("max(smcc, reno)"), "{o:?}");
+        let o = Test::parse("ratio(vegas, smcc) >= 2").unwrap().eval(&vals).unwrap();
+        assert!(o.holds && !o.significant, "{o:?}");
+        assert!(Test::parse("ratio(vegas) > 1").is_err());
+        let o = Test::parse("within(smcc, reno, 10%)").unwrap().eval(&vals).unwrap();
+        assert!(o.holds);
+        let o = Test::parse("within(smcc, vegas, 10%)").unwrap().eval(&vals).unwrap();
+        assert!(!o.holds);
+        assert!(Test::parse("smcc < nobody").unwrap().eval(&vals).is_err());
+    }
+
+    #[test]
+    fn names_with_plus_and_dash_are_labels() {
+        let t = Test::parse("dcm+ < westwood-plus").unwrap();
+        assert_eq!(t.labels(), vec!["dcm+".to_string(), "westwood-plus".to_string()]);
+    }
+
+    #[test]
+    fn bad_tests_say_what_is_allowed() {
+        for bad in ["smcc", "smcc << vegas", "increasing(", "within(a, b, 10)", "a < b c"] {
+            assert!(Test::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Test::parse("increasing(smcc)").unwrap().is_trend());
+    }
+
+    #[test]
+    fn trends_use_rank_correlation() {
+        let t = Test::parse("decreasing(smcc)").unwrap();
+        let mk = |m: f64| move |_: &str| Some(Stat { mean: m, ci95: 0.1, n: 3 });
+        let (a, b, c) = (mk(3.0), mk(2.0), mk(1.0));
+        let s: Vec<(f64, &dyn Fn(&str) -> Option<Stat>)> = vec![(1.0, &a), (2.0, &b), (3.0, &c)];
+        let o = t.eval_trend(&s).unwrap();
+        assert!(o.holds && o.significant, "{o:?}");
+        let s: Vec<(f64, &dyn Fn(&str) -> Option<Stat>)> = vec![(1.0, &c), (2.0, &a), (3.0, &b)];
+        assert!(!t.eval_trend(&s).unwrap().holds);
+    }
+
+    #[test]
+    fn stats_use_student_t() {
+        let s = Stat::of(&[1.0, 2.0, 3.0, f64::NAN]).unwrap();
+        assert_eq!(s.n, 3);
+        assert!((s.mean - 2.0).abs() < 1e-12);
+        assert!((s.ci95 - 4.303 * (1.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert!(Stat::of(&[f64::NAN]).is_none());
+    }
+}

@@ -1,0 +1,273 @@
+//! Metrics of a finished run, per repetition, read from its result
+//! directory (`summary.json`, `rep-N/bottleneck-samples.jsonl`).
+//!
+//! Link metrics are the bottleneck's in the direction that carried the
+//! data; flow metrics aggregate the selected flows of the run:
+//!
+//! | metric | unit | over the selected flows |
+//! |---|---|---|
+//! | `drops` | packets dropped at the bottleneck | – |
+//! | `utilization` | % of capacity used | – |
+//! | `queue_delay_ms` | mean sojourn of departed packets | – |
+//! | `queue_pkts` | time-mean queue length (100 ms samples) | – |
+//! | `loss_rate` | % of offered bytes dropped | – |
+//! | `delivery_ratio` | % of offered bytes delivered (100 − loss_rate) | – |
+//! | `jain` | Jain's index of the flows' goodputs | – |
+//! | `goodput_mbps` | payload goodput | sum |
+//! | `data_mb` | payload delivered, MB | sum |
+//! | `rtt_ms`, `rtt_p95_ms` | sender's RTT samples | mean |
+//! | `cwnd_cv` | time-weighted cwnd std. dev. / mean | mean |
+//! | `cwnd_kb` | time-weighted mean cwnd, KB | mean |
+//! | `lost` | packets the senders declared lost | sum |
+//! | `completion_s` | transfer time of sized flows (NaN if unfinished) | max |
+//! | `goodput_cv` | std. dev. / mean of the client's 0.5 s goodput reports, after the first 5 s | mean |
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// A run's result directory, read once.
+pub struct RunData {
+    /// `summary.json`.
+    pub summary: Value,
+    /// Per repetition: time-mean queue length in packets.
+    queue_pkts: Vec<f64>,
+    /// The run directory.
+    dir: std::path::PathBuf,
+}
+
+/// Why a run's results cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct MetricError(pub String);
+
+impl RunData {
+    /// Reads a run directory.
+    pub fn load(dir: &Path) -> Result<RunData, MetricError> {
+        let p = dir.join("summary.json");
+        let summary: Value = std::fs::read(&p)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| MetricError(format!("{}: missing or not JSON", p.display())))?;
+        let reps = summary["repetitions"].as_array().cloned().unwrap_or_default();
+        let dir_name = summary["bottleneck"]["direction"].as_str().unwrap_or("down").to_string();
+        let mut queue_pkts = Vec::new();
+        for r in &reps {
+            let n = r["rep"].as_u64().unwrap_or(1);
+            let f = dir.join(format!("rep-{n}")).join("bottleneck-samples.jsonl");
+            queue_pkts.push(mean_queue(&f, &dir_name).unwrap_or(f64::NAN));
+        }
+        Ok(RunData {
+            summary,
+            queue_pkts,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Repetitions.
+    pub fn reps(&self) -> usize {
+        self.summary["repetitions"].as_array().map_or(0, Vec::len)
+    }
+
+    /// The value of `metric` for each repetition, over the flows that
+    /// `flow` selects (all when `None`).
+    pub fn values(&self, metric: &str, flow: Option<&str>) -> Result<Vec<f64>, MetricError> {
+        let reps = self.summary["repetitions"].as_array().cloned().unwrap_or_default();
+        let mut out = Vec::new();
+        for (i, r) in reps.iter().enumerate() {
+            let b = &r["bottleneck"];
+            let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+            let flows: Vec<&Value> = r["flows"]
+                .as_array()
+                .map(|a| a.iter().filter(|f| selects(flow, f)).collect())
+                .unwrap_or_default();
+            if flows.is_empty() && is_flow_metric(metric) {
+                return Err(MetricError(format!(
+                    "no flow matches `flow={}`; flows: {}",
+                    flow.unwrap_or(""),
+                    r["flows"]
+                        .as_array()
+                        .map(|a| a.iter().filter_map(|f| f["cc"].as_str()).collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default()
+                )));
+            }
+            let sum = |k: &str| flows.iter().map(|f| num(&f[k])).sum::<f64>();
+            let mean = |g: &dyn Fn(&Value) -> f64| {
+                let v: Vec<f64> = flows.iter().map(|f| g(f)).filter(|x| x.is_finite()).collect();
+                if v.is_empty() {
+                    f64::NAN
+                } else {
+                    v.iter().sum::<f64>() / v.len() as f64
+                }
+            };
+            let v = match metric {
+                "drops" => num(&b["drops"]),
+                "utilization" => 100.0 * num(&b["utilization"]),
+                "queue_delay_ms" => num(&b["queue_delay_ms_mean"]),
+                "queue_pkts" => self.queue_pkts.get(i).copied().unwrap_or(f64::NAN),
+                "loss_rate" => 100.0 * b["loss_rate"].as_f64().unwrap_or(0.0),
+                "delivery_ratio" => 100.0 * (1.0 - b["loss_rate"].as_f64().unwrap_or(0.0)),
+                "jain" => num(&r["jain_fairness"]),
+                "goodput_mbps" => sum("goodput_bps") / 1e6,
+                "data_mb" => sum("bytes") / 1e6,
+                "rtt_ms" => mean(&|f| num(&f["rtt_ms"]["mean"])),
+                "rtt_p95_ms" => mean(&|f| num(&f["rtt_ms"]["p95"])),
+                "cwnd_cv" => mean(&|f| num(&f["cwnd_cv"])),
+                "cwnd_kb" => mean(&|f| num(&f["cwnd_mean"]) / 1e3),
+                "lost" => sum("lost_packets"),
+                "goodput_cv" => mean(&|f| {
+                    let n = r["rep"].as_u64().unwrap_or(1);
+                    let i = f["index"].as_u64().unwrap_or(0);
+                    goodput_cv(&self.dir.join(format!("rep-{n}")).join(format!("flow-{i}")).join("client.json"))
+                }),
+                "completion_s" => flows
+                    .iter()
+                    .map(|f| {
+                        let g = num(&f["goodput_bps"]);
+                        if f["complete"].as_bool() == Some(true) && g > 0.0 {
+                            num(&f["bytes"]) * 8.0 / g
+                        } else {
+                            f64::NAN
+                        }
+                    })
+                    .fold(f64::NEG_INFINITY, |a, b| if b.is_nan() || a.is_nan() { f64::NAN } else { a.max(b) }),
+                other => {
+                    return Err(MetricError(format!(
+                        "unknown metric `{other}`; known: {}",
+                        super::manifest::METRICS.join(", ")
+                    )))
+                }
+            };
+            out.push(v);
+        }
+        Ok(out)
+    }
+}
+
+fn is_flow_metric(m: &str) -> bool {
+    !matches!(
+        m,
+        "drops" | "utilization" | "queue_delay_ms" | "queue_pkts" | "loss_rate" | "delivery_ratio" | "jain"
+    )
+}
+
+/// Whether flow `f` (a repetition's flow record) is selected by `sel`:
+/// `#i` its index, else its algorithm's name (the spec before `:`).
+pub fn selects(sel: Option<&str>, f: &Value) -> bool {
+    match sel {
+        None => true,
+        Some(s) => match s.strip_prefix('#') {
+            Some(i) => f["index"].as_u64().map(|x| x.to_string()).as_deref() == Some(i),
+            None => f["cc"]
+                .as_str()
+                .is_some_and(|cc| cc.split(':').next() == Some(s)),
+        },
+    }
+}
+
+/// Coefficient of variation of a client's interval goodputs, skipping
+/// the first 5 s (slow start).
+fn goodput_cv(path: &Path) -> f64 {
+    let v: Value = match std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+        Some(v) => v,
+        None => return f64::NAN,
+    };
+    let xs: Vec<f64> = v["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|x| x["start_s"].as_f64().unwrap_or(0.0) >= 5.0)
+                .filter_map(|x| x["goodput_bps"].as_f64())
+                .collect()
+        })
+        .unwrap_or_default();
+    if xs.len() < 2 {
+        return f64::NAN;
+    }
+    let m = xs.iter().sum::<f64>() / xs.len() as f64;
+    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+    if m > 0.0 {
+        var.sqrt() / m
+    } else {
+        f64::NAN
+    }
+}
+
+/// Time-mean of `queue_packets` in direction `dir` from a samples file.
+fn mean_queue(path: &Path, dir: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let (mut sum, mut n) = (0.0, 0usize);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).ok()?;
+        if v["dir"].as_str() == Some(dir) {
+            sum += v["queue_packets"].as_f64()?;
+            n += 1;
+        }
+    }
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Bottleneck samples of repetition 1 in the data direction: (t, value)
+/// for `queue_pkts`, `utilization` (%) or `drops` (cumulative).
+pub fn bottleneck_signal(dir: &Path, data: &RunData, signal: &str) -> Vec<(f64, f64)> {
+    let d = data.summary["bottleneck"]["direction"].as_str().unwrap_or("down");
+    let Ok(text) = std::fs::read_to_string(dir.join("rep-1").join("bottleneck-samples.jsonl")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["dir"].as_str() == Some(d))
+        .filter_map(|v| {
+            let t = v["t_s"].as_f64()?;
+            let y = match signal {
+                "queue_pkts" => v["queue_packets"].as_f64()?,
+                "utilization" => 100.0 * v["utilization"].as_f64()?,
+                _ => v["drops_total"].as_f64()?,
+            };
+            Some((t, y))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_metrics_aggregate_the_selected_flows() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = serde_json::json!({
+            "bottleneck": {"direction": "down"},
+            "repetitions": [{
+                "rep": 1,
+                "bottleneck": {"drops": 7, "utilization": 0.5, "queue_delay_ms_mean": 2.0, "loss_rate": 0.01},
+                "jain_fairness": 0.9,
+                "flows": [
+                    {"index": 0, "cc": "exp:k=1", "bytes": 1000000, "goodput_bps": 4e6, "complete": true,
+                     "rtt_ms": {"mean": 50.0, "p95": 60.0}, "cwnd_cv": 0.2, "cwnd_mean": 30000.0, "lost_packets": 3},
+                    {"index": 1, "cc": "tahoe", "bytes": 3000000, "goodput_bps": 2e6, "complete": false,
+                     "rtt_ms": {"mean": 70.0, "p95": 90.0}, "cwnd_cv": 0.4, "cwnd_mean": 10000.0, "lost_packets": 5}
+                ]
+            }]
+        });
+        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        std::fs::create_dir(dir.path().join("rep-1")).unwrap();
+        std::fs::write(
+            dir.path().join("rep-1/bottleneck-samples.jsonl"),
+            "{\"t_s\":0.1,\"dir\":\"down\",\"queue_packets\":2}\n{\"t_s\":0.1,\"dir\":\"up\",\"queue_packets\":9}\n{\"t_s\":0.2,\"dir\":\"down\",\"queue_packets\":4}\n",
+        )
+        .unwrap();
+        let d = RunData::load(dir.path()).unwrap();
+        assert_eq!(d.values("drops", None).unwrap(), vec![7.0]);
+        assert_eq!(d.values("utilization", None).unwrap(), vec![50.0]);
+        assert_eq!(d.values("queue_pkts", None).unwrap(), vec![3.0]);
+        assert_eq!(d.values("delivery_ratio", None).unwrap(), vec![99.0]);
+        assert_eq!(d.values("goodput_mbps", None).unwrap(), vec![6.0]);
+        assert_eq!(d.values("goodput_mbps", Some("exp")).unwrap(), vec![4.0]);
+        assert_eq!(d.values("rtt_ms", None).unwrap(), vec![60.0]);
+        assert_eq!(d.values("completion_s", Some("#0")).unwrap(), vec![2.0]);
+        assert!(d.values("completion_s", None).unwrap()[0].is_nan());
+        assert!(d.values("data_mb", Some("cubic")).is_err());
+        assert!(d.values("nonsense", None).is_err());
+    }
+}

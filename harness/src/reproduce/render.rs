@@ -1,0 +1,484 @@
+//! What a reproduction shows: the redrawn figures (SVG), `REPRODUCTION.md`
+//! and the one-screen terminal summary.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use super::expr::{fmt_stat, sig3, Stat};
+use super::manifest::{Experiment, Figure, Manifest, Selector};
+use super::metrics::{bottleneck_signal, selects, RunData};
+use super::{JobView, PaperResult};
+
+/// A line: label, points, and 95% half-widths (metric figures).
+type Line = (String, Vec<(f64, f64)>, Vec<f64>);
+
+/// Colours stable per label across figures (by hash of the name).
+fn colour(label: &str) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    let h = label
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    P[(h % P.len() as u64) as usize]
+}
+
+/// Draws the paper's figures; returns the file names written.
+pub(super) fn figures(
+    m: &Manifest,
+    jobs: &JobView<'_>,
+    data: &BTreeMap<PathBuf, Result<RunData, String>>,
+    out: &Path,
+) -> Vec<String> {
+    let mut written = Vec::new();
+    if qlog_analysis::plot::ensure_font().is_err() {
+        return written;
+    }
+    for f in &m.figures {
+        let Some(exp) = m.experiments.iter().position(|e| e.id == f.experiment) else {
+            continue;
+        };
+        let lines = match f.kind.strip_prefix("metric:") {
+            Some(metric) => metric_lines(m, f, exp, metric, jobs, data),
+            None => signal_lines(f, exp, jobs, data),
+        };
+        if lines.iter().all(|l| l.1.is_empty()) {
+            continue;
+        }
+        let (xd, yd) = axes_desc(m, f);
+        let name = format!("fig-{}.svg", f.id);
+        let title = format!("{} (ours): {}", f.source, f.experiment);
+        if let Ok(svg) = chart(&title, &xd, &yd, &lines) {
+            let tmp = out.join(format!(".{name}.tmp"));
+            if std::fs::write(&tmp, svg).is_ok() && std::fs::rename(&tmp, out.join(&name)).is_ok() {
+                written.push(name);
+            }
+        }
+    }
+    written
+}
+
+fn axes_desc(m: &Manifest, f: &Figure) -> (String, String) {
+    match f.kind.strip_prefix("metric:") {
+        Some(metric) => (
+            f.along.clone().unwrap_or_default(),
+            metric_unit(metric).to_string(),
+        ),
+        None => {
+            let _ = m;
+            (
+                "time (s)".into(),
+                match f.kind.as_str() {
+                    "queue_pkts" => "queue (packets)",
+                    "utilization" => "utilization (%)",
+                    "drops" => "drops (cumulative)",
+                    "cwnd" => "cwnd (KB)",
+                    "rtt" => "RTT (ms)",
+                    _ => "goodput (Mbit/s)",
+                }
+                .into(),
+            )
+        }
+    }
+}
+
+/// The unit of a metric, for axes and tables.
+pub fn metric_unit(m: &str) -> &'static str {
+    match m {
+        "drops" => "drops (packets)",
+        "utilization" => "utilization (%)",
+        "queue_delay_ms" => "queueing delay (ms)",
+        "queue_pkts" => "mean queue (packets)",
+        "loss_rate" => "loss rate (%)",
+        "delivery_ratio" => "delivery ratio (%)",
+        "jain" => "Jain's index",
+        "goodput_mbps" => "goodput (Mbit/s)",
+        "data_mb" => "data received (MB)",
+        "rtt_ms" => "RTT (ms)",
+        "rtt_p95_ms" => "p95 RTT (ms)",
+        "cwnd_cv" => "cwnd CoV",
+        "cwnd_kb" => "mean cwnd (KB)",
+        "lost" => "packets lost",
+        "completion_s" => "completion time (s)",
+        "goodput_cv" => "goodput CoV",
+        _ => "",
+    }
+}
+
+fn metric_lines(
+    m: &Manifest,
+    f: &Figure,
+    exp: usize,
+    metric: &str,
+    jobs: &JobView<'_>,
+    data: &BTreeMap<PathBuf, Result<RunData, String>>,
+) -> Vec<Line> {
+    let e = &m.experiments[exp];
+    let along = f.along.as_deref().unwrap_or("");
+    let Some(a) = e.axes.iter().find(|a| a.name == along) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for (label, s) in &f.series {
+        let Ok(sel) = Selector::parse(s) else { continue };
+        let (mut pts, mut ci) = (Vec::new(), Vec::new());
+        for i in 0..a.values.len() {
+            let l = Experiment::label(a, i);
+            let hit: Vec<_> = jobs
+                .iter()
+                .filter(|(x, p, _)| *x == exp && p.matches(&sel) && p.coord(along) == Some(l.as_str()))
+                .collect();
+            let [(_, _, dir)] = hit.as_slice() else { continue };
+            let Some(Ok(d)) = data.get(*dir) else { continue };
+            let Ok(v) = d.values(metric, sel.flow.as_deref()) else { continue };
+            if let Some(st) = Stat::of(&v) {
+                pts.push((Experiment::x(a, i), st.mean));
+                ci.push(st.ci95);
+            }
+        }
+        lines.push((label.clone(), pts, ci));
+    }
+    lines
+}
+
+fn signal_lines(
+    f: &Figure,
+    exp: usize,
+    jobs: &JobView<'_>,
+    data: &BTreeMap<PathBuf, Result<RunData, String>>,
+) -> Vec<Line> {
+    let mut lines = Vec::new();
+    for (label, s) in &f.series {
+        let Ok(sel) = Selector::parse(s) else { continue };
+        let hit: Vec<_> = jobs.iter().filter(|(x, p, _)| *x == exp && p.matches(&sel)).collect();
+        let [(_, _, dir)] = hit.as_slice() else { continue };
+        let Some(Ok(d)) = data.get(*dir) else { continue };
+        let pts = match f.kind.as_str() {
+            "queue_pkts" | "utilization" | "drops" => bottleneck_signal(dir, d, &f.kind),
+            other => flow_signal(dir, d, sel.flow.as_deref(), other),
+        };
+        lines.push((label.clone(), thin(pts, 2000), Vec::new()));
+    }
+    lines
+}
+
+/// Keeps at most `n` points (every k-th), so figures stay small.
+fn thin(pts: Vec<(f64, f64)>, n: usize) -> Vec<(f64, f64)> {
+    if pts.len() <= n {
+        return pts;
+    }
+    let k = pts.len().div_ceil(n);
+    pts.into_iter().step_by(k).collect()
+}
+
+/// A flow's cwnd (KB) or latest RTT (ms) from its sender's qlog, or its
+/// goodput (Mbit/s) from the client's interval reports; repetition 1, the
+/// first selected flow.
+fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec<(f64, f64)> {
+    let Some(f) = d.summary["repetitions"][0]["flows"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| selects(flow, f)))
+    else {
+        return Vec::new();
+    };
+    if signal == "goodput" {
+        let i = f["index"].as_u64().unwrap_or(0);
+        let p = dir.join("rep-1").join(format!("flow-{i}")).join("client.json");
+        let v: serde_json::Value = std::fs::read(p)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let start = f["start_s"].as_f64().unwrap_or(0.0);
+        return v["intervals"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| Some((start + x["end_s"].as_f64()?, x["goodput_bps"].as_f64()? / 1e6)))
+                    .collect()
+            })
+            .unwrap_or_default();
+    }
+    let Some(rel) = f["qlog"]["sender"].as_str() else {
+        return Vec::new();
+    };
+    let mut an = qlog_analysis::analysis::Analyzer::new(0.1, true);
+    if qlog_analysis::reader::read_file(&dir.join(rel), &mut an).is_err() {
+        return Vec::new();
+    }
+    let Some(c) = an.connections.first() else {
+        return Vec::new();
+    };
+    let start = f["start_s"].as_f64().unwrap_or(0.0);
+    match signal {
+        "cwnd" => c.series.cwnd.iter().map(|&(t, w)| (start + t, w / 1e3)).collect(),
+        _ => c.series.latest_rtt_ms.iter().map(|&(t, r)| (start + t, r)).collect(),
+    }
+}
+
+fn chart(title: &str, xd: &str, yd: &str, lines: &[Line]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, 380)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (plot, legend) = root.split_horizontally(620);
+        let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+        for (_, pts, ci) in lines {
+            for (k, &(x, y)) in pts.iter().enumerate() {
+                if x.is_finite() && y.is_finite() {
+                    x0 = x0.min(x);
+                    x1 = x1.max(x);
+                    y1 = y1.max(y + ci.get(k).copied().unwrap_or(0.0));
+                }
+            }
+        }
+        if x0 > x1 {
+            (x0, x1) = (0.0, 1.0);
+        }
+        if x1 - x0 < 1e-9 {
+            x1 = x0 + 1.0;
+        }
+        let pad = if lines.iter().any(|l| !l.2.is_empty()) { (x1 - x0) * 0.05 } else { 0.0 };
+        let mut c = ChartBuilder::on(&plot)
+            .caption(title, ("sans-serif", 15))
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(56)
+            .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..(y1 * 1.08).max(1e-6))
+            .map_err(|e| e.to_string())?;
+        c.configure_mesh()
+            .x_desc(xd)
+            .y_desc(yd)
+            .label_style(("sans-serif", 11))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for (label, pts, ci) in lines {
+            let col = colour(label);
+            c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2)))
+                .map_err(|e| e.to_string())?;
+            if !ci.is_empty() {
+                c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
+                    .map_err(|e| e.to_string())?;
+                c.draw_series(pts.iter().zip(ci).filter(|(_, h)| **h > 0.0).map(|(&(x, y), h)| {
+                    PathElement::new(vec![(x, y - h), (x, y + h)], col.stroke_width(1))
+                }))
+                .map_err(|e| e.to_string())?;
+            }
+        }
+        // The legend beside the plot, never over the data.
+        for (k, (label, _, _)) in lines.iter().enumerate() {
+            let y = 40 + 20 * k as i32;
+            let col = colour(label);
+            legend
+                .draw(&PathElement::new(vec![(6, y), (26, y)], col.stroke_width(3)))
+                .map_err(|e| e.to_string())?;
+            legend
+                .draw(&Text::new(label.clone(), (32, y - 7), ("sans-serif", 12)))
+                .map_err(|e| e.to_string())?;
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+fn paper_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "–".into(),
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| format!("{k} {}", v.as_f64().map(sig3).unwrap_or_else(|| v.to_string())))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+fn ours_text(c: &super::ClaimResult) -> String {
+    if c.ours.is_empty() {
+        return "–".into();
+    }
+    let mut by_at: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for m in &c.ours {
+        let s = format!("{} {}", m.label, fmt_stat(&m.stat));
+        match by_at.iter_mut().find(|(a, _)| *a == m.at) {
+            Some((_, v)) => v.push(s),
+            None => by_at.push((m.at.clone(), vec![s])),
+        }
+    }
+    by_at
+        .into_iter()
+        .map(|(at, v)| match at {
+            Some(a) => format!("[{a}] {}", v.join(", ")),
+            None => v.join(", "),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// `REPRODUCTION.md` for one paper.
+pub fn markdown(m: &Manifest, r: &PaperResult, jobs: &JobView<'_>) -> String {
+    let mut s = String::new();
+    let (p, f, na) = r.counts();
+    let _ = writeln!(s, "# Reproduction: {}\n", r.title);
+    let _ = writeln!(
+        s,
+        "Paper: `seeds/{}`. Reproduced with `cclab reproduce {}{}` on the `{}` link: {} run(s) ({} run now, the rest reused), {:.0} s wall time{}.\n",
+        r.seed,
+        r.paper,
+        if r.quick { " --quick" } else { "" },
+        r.backend,
+        r.runs,
+        r.ran,
+        r.wall_s,
+        if r.quick { "; **quick mode: fewer repetitions and shorter runs than the paper's, so treat verdicts as indicative**" } else { "" }
+    );
+    let _ = writeln!(
+        s,
+        "**{} claims: {p} PASS, {f} FAIL, {na} N/A.** A verdict is the directional test on the means over repetitions; \"(n.s.)\" marks an outcome within the repetitions' 95% confidence intervals. Values are mean ± 95% CI half-width.\n",
+        r.claims.len()
+    );
+    if r.interrupted {
+        let _ = writeln!(s, "**Interrupted**: some runs did not finish; their claims FAIL with \"no measurement\".\n");
+    }
+    if !r.failed.is_empty() {
+        let _ = writeln!(s, "Failed runs: {}\n", r.failed.join("; "));
+    }
+    let _ = writeln!(s, "## Claims\n");
+    let _ = writeln!(s, "| id | source | claim | metric | paper | ours | test | verdict |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    for c in &r.claims {
+        let v = match (c.verdict.as_str(), c.significant) {
+            ("PASS", false) | ("FAIL", false) if c.test.is_some() && !c.ours.is_empty() => {
+                format!("{} (n.s.)", c.verdict)
+            }
+            (v, _) => v.to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | **{}** |",
+            cell(&c.id),
+            cell(&c.source),
+            cell(&c.statement),
+            c.metric.as_deref().map(metric_unit).unwrap_or("–"),
+            cell(&paper_text(&c.paper)),
+            cell(&ours_text(c)),
+            cell(&match (&c.test, &c.over) {
+                (Some(t), Some(o)) => format!("`{t}` at each {o}"),
+                (Some(t), None) => format!("`{t}`"),
+                _ => "–".into(),
+            }),
+            v
+        );
+    }
+    let _ = writeln!(s, "\n## Verdicts explained\n");
+    for c in &r.claims {
+        let _ = write!(s, "- **{}** {}: ", c.id, c.verdict);
+        match c.verdict.as_str() {
+            "N/A" => {
+                let _ = write!(s, "{}", c.reason.as_deref().unwrap_or(""));
+            }
+            _ => {
+                let _ = write!(s, "{}.", c.detail);
+                if c.verdict == "FAIL" {
+                    if let Some(why) = &c.reason {
+                        let _ = write!(s, " Likely reason: {why}");
+                    }
+                }
+            }
+        }
+        if let Some(n) = &c.note {
+            let _ = write!(s, " ({n})");
+        }
+        let _ = writeln!(s);
+    }
+    if !m.figures.is_empty() {
+        let _ = writeln!(s, "\n## Figures, redrawn from our runs\n");
+        for fig in &m.figures {
+            let name = format!("fig-{}.svg", fig.id);
+            let _ = writeln!(s, "### {} — {}\n", fig.source, fig.experiment);
+            let _ = writeln!(s, "The paper: {}\n", fig.paper_says);
+            if r.figures.contains(&name) {
+                let _ = writeln!(s, "![{}]({name})\n", fig.source);
+            } else {
+                let _ = writeln!(s, "(not drawn: no data, or no font for plot labels)\n");
+            }
+        }
+    }
+    let _ = writeln!(s, "## Experiments\n");
+    for (ei, e) in m.experiments.iter().enumerate() {
+        let pts: Vec<String> = jobs
+            .iter()
+            .filter(|(x, _, _)| *x == ei)
+            .map(|(_, p, _)| p.dir_name())
+            .collect();
+        let _ = writeln!(
+            s,
+            "- `{}` ({}): scenario `{}`, {} point(s): {}",
+            e.id,
+            e.source,
+            e.scenario,
+            pts.len(),
+            pts.join(", ")
+        );
+    }
+    if !m.notes.is_empty() {
+        let _ = writeln!(s, "\n## Choices where the paper is silent or ambiguous\n");
+        for n in &m.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    s
+}
+
+/// The one-screen summary of a paper.
+pub fn terminal(r: &PaperResult) -> String {
+    let mut s = String::new();
+    let (p, f, na) = r.counts();
+    let _ = writeln!(
+        s,
+        "{}: {} ({}{}, {} runs, {:.0} s): {p} PASS, {f} FAIL, {na} N/A",
+        r.paper,
+        r.title,
+        r.backend,
+        if r.quick { ", quick" } else { "" },
+        r.runs,
+        r.wall_s
+    );
+    for c in &r.claims {
+        let what = match c.verdict.as_str() {
+            "N/A" => c.reason.clone().unwrap_or_default(),
+            _ => c.detail.clone(),
+        };
+        let mut what: String = what.chars().take(110).collect();
+        if what.len() < c.detail.len() && c.verdict != "N/A" {
+            what.push('…');
+        }
+        let _ = writeln!(
+            s,
+            "  {:<4}{} {:<14} {:<12} {}",
+            c.verdict,
+            if c.verdict != "N/A" && !c.significant { "*" } else { " " },
+            c.id,
+            c.source.chars().take(12).collect::<String>(),
+            what
+        );
+    }
+    let _ = writeln!(s, "  (* within noise)  → {}", r.dir.join("REPRODUCTION.md").display());
+    s
+}
