@@ -10,13 +10,15 @@
 //! ```
 //!
 //! Labels are the claim's `values`. A comparison holds when it holds on
-//! the means over repetitions; it is *significant* when the two sides
-//! differ by more than their 95% confidence half-widths combined
-//! (`sqrt(ci_a² + ci_b²)`). A trend holds when Spearman's rank correlation
-//! of the means with the axis positions is at least 0.8 (at most -0.8 for
-//! decreasing); it is significant when the first and last points differ by
-//! more than their combined half-widths. `within` is significant when the
-//! difference's own half-width fits in the tolerance.
+//! the means over repetitions. Its outcome, held or not, is *significant*
+//! when the two sides differ by more than their 95% confidence
+//! half-widths combined (`sqrt(ci_a² + ci_b²)`). A trend holds when
+//! Spearman's rank correlation of the means with the axis positions is at
+//! least 0.8 (at most -0.8 for decreasing); it is significant when the
+//! first and last points differ by more than their combined half-widths.
+//! `within` is significant when the difference, widened (if it holds) or
+//! narrowed (if it does not) by the combined half-width, stays on the same
+//! side of the tolerance.
 
 use std::fmt;
 
@@ -63,9 +65,9 @@ impl Stat {
 /// Two-sided 95% Student-t quantile for `df` degrees of freedom.
 pub fn t95(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::NAN,
@@ -169,7 +171,11 @@ impl Lexer<'_> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!("expected `{}` at position {}", c as char, self.i + 1))
+            Err(format!(
+                "expected `{}` at position {}",
+                c as char,
+                self.i + 1
+            ))
         }
     }
     fn ident(&mut self) -> Option<String> {
@@ -189,7 +195,9 @@ impl Lexer<'_> {
     fn number(&mut self) -> Option<f64> {
         self.ws();
         let st = self.i;
-        while self.i < self.s.len() && (self.s[self.i].is_ascii_digit() || b".eE".contains(&self.s[self.i])) {
+        while self.i < self.s.len()
+            && (self.s[self.i].is_ascii_digit() || b".eE".contains(&self.s[self.i]))
+        {
             self.i += 1;
         }
         let n = std::str::from_utf8(&self.s[st..self.i]).ok()?.parse().ok();
@@ -203,11 +211,15 @@ impl Lexer<'_> {
 impl Test {
     /// Parses a test (see the module doc).
     pub fn parse(s: &str) -> Result<Test, String> {
-        let mut lx = Lexer { s: s.as_bytes(), i: 0 };
+        let mut lx = Lexer {
+            s: s.as_bytes(),
+            i: 0,
+        };
         let save = lx.i;
-        let t = if let Some(name) = lx.ident().filter(|n| {
-            matches!(n.as_str(), "increasing" | "decreasing" | "within")
-        }) {
+        let t = if let Some(name) = lx
+            .ident()
+            .filter(|n| matches!(n.as_str(), "increasing" | "decreasing" | "within"))
+        {
             if lx.peek() == Some(b'(') {
                 lx.expect(b'(')?;
                 let a = term(&mut lx)?;
@@ -215,7 +227,9 @@ impl Test {
                     lx.expect(b',')?;
                     let b = term(&mut lx)?;
                     lx.expect(b',')?;
-                    let p = lx.number().ok_or("within: expected a percentage such as 10%")?;
+                    let p = lx
+                        .number()
+                        .ok_or("within: expected a percentage such as 10%")?;
                     lx.expect(b'%')?;
                     Test::Within(a, b, p / 100.0)
                 } else {
@@ -265,7 +279,7 @@ impl Test {
             Test::Cmp(a, op, b) => {
                 let (x, y) = (a.eval(value)?, b.eval(value)?);
                 let holds = op.holds(x.mean, y.mean);
-                let significant = holds && (x.mean - y.mean).abs() > x.ci95.hypot(y.ci95);
+                let significant = (x.mean - y.mean).abs() > x.ci95.hypot(y.ci95);
                 Ok(Outcome {
                     holds,
                     significant,
@@ -279,12 +293,20 @@ impl Test {
                 let holds = d <= tol;
                 Ok(Outcome {
                     holds,
-                    significant: holds && d + x.ci95.hypot(y.ci95) <= tol,
+                    significant: if holds {
+                        d + x.ci95.hypot(y.ci95) <= tol
+                    } else {
+                        d - x.ci95.hypot(y.ci95) > tol
+                    },
                     detail: format!(
                         "{} vs {}: differ by {:.1}% (allowed {:.0}%)",
                         a.show(&x),
                         b.show(&y),
-                        if y.mean != 0.0 { 100.0 * d / y.mean.abs() } else { f64::INFINITY },
+                        if y.mean != 0.0 {
+                            100.0 * d / y.mean.abs()
+                        } else {
+                            f64::INFINITY
+                        },
                         p * 100.0
                     ),
                 })
@@ -313,8 +335,11 @@ impl Test {
         let rho = spearman(&xs, &ys);
         let holds = if *up { rho >= 0.8 } else { rho <= -0.8 };
         let (f, l) = (pts[0].1, pts[pts.len() - 1].1);
-        let significant = holds && (l.mean - f.mean).abs() > f.ci95.hypot(l.ci95);
-        let shown: Vec<String> = pts.iter().map(|(x, s)| format!("{x}: {}", fmt_stat(s))).collect();
+        let significant = (l.mean - f.mean).abs() > f.ci95.hypot(l.ci95);
+        let shown: Vec<String> = pts
+            .iter()
+            .map(|(x, s)| format!("{x}: {}", fmt_stat(s)))
+            .collect();
         Ok(Outcome {
             holds,
             significant,
@@ -422,9 +447,12 @@ fn term(lx: &mut Lexer) -> Result<Term, String> {
 }
 
 fn atom(lx: &mut Lexer, k: f64) -> Result<Term, String> {
-    let name = lx
-        .ident()
-        .ok_or_else(|| format!("expected a label, a number or max/min/mean(...) at position {}", lx.i + 1))?;
+    let name = lx.ident().ok_or_else(|| {
+        format!(
+            "expected a label, a number or max/min/mean(...) at position {}",
+            lx.i + 1
+        )
+    })?;
     if matches!(name.as_str(), "max" | "min" | "mean" | "ratio") && lx.peek() == Some(b'(') {
         lx.expect(b'(')?;
         let mut args = vec![term(lx)?];
@@ -485,14 +513,29 @@ impl Term {
                 .map(|s| scale(*k, s))
                 .ok_or_else(|| format!("no measurement for `{l}`")),
             Term::Fn(k, f, args) => {
-                let vs = args.iter().map(|a| a.eval(value)).collect::<Result<Vec<_>, _>>()?;
+                let vs = args
+                    .iter()
+                    .map(|a| a.eval(value))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let s = match f.as_str() {
-                    "max" => *vs.iter().max_by(|a, b| a.mean.total_cmp(&b.mean)).expect("one arg"),
-                    "min" => *vs.iter().min_by(|a, b| a.mean.total_cmp(&b.mean)).expect("one arg"),
+                    "max" => *vs
+                        .iter()
+                        .max_by(|a, b| a.mean.total_cmp(&b.mean))
+                        .expect("one arg"),
+                    "min" => *vs
+                        .iter()
+                        .min_by(|a, b| a.mean.total_cmp(&b.mean))
+                        .expect("one arg"),
                     "ratio" => {
                         let (a, b) = (vs[0], vs[1]);
                         let r = a.mean / b.mean;
-                        let rel = |s: Stat| if s.mean != 0.0 { s.ci95 / s.mean.abs() } else { 0.0 };
+                        let rel = |s: Stat| {
+                            if s.mean != 0.0 {
+                                s.ci95 / s.mean.abs()
+                            } else {
+                                0.0
+                            }
+                        };
                         Stat {
                             mean: r,
                             ci95: r.abs() * rel(a).hypot(rel(b)),
@@ -520,9 +563,21 @@ mod tests {
 
     fn vals(l: &str) -> Option<Stat> {
         match l {
-            "smcc" => Some(Stat { mean: 10.0, ci95: 1.0, n: 5 }),
-            "vegas" => Some(Stat { mean: 20.0, ci95: 1.0, n: 5 }),
-            "reno" => Some(Stat { mean: 10.5, ci95: 1.0, n: 5 }),
+            "smcc" => Some(Stat {
+                mean: 10.0,
+                ci95: 1.0,
+                n: 5,
+            }),
+            "vegas" => Some(Stat {
+                mean: 20.0,
+                ci95: 1.0,
+                n: 5,
+            }),
+            "reno" => Some(Stat {
+                mean: 10.5,
+                ci95: 1.0,
+                n: 5,
+            }),
             _ => None,
         }
     }
@@ -533,16 +588,36 @@ mod tests {
         assert!(o.holds && o.significant, "{o:?}");
         let o = Test::parse("smcc < reno").unwrap().eval(&vals).unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
-        let o = Test::parse("vegas > 2.5 * smcc").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("smcc > vegas").unwrap().eval(&vals).unwrap();
+        assert!(
+            !o.holds && o.significant,
+            "a clear failure is significant: {o:?}"
+        );
+        let o = Test::parse("vegas > 2.5 * smcc")
+            .unwrap()
+            .eval(&vals)
+            .unwrap();
         assert!(!o.holds);
-        let o = Test::parse("vegas >= max(smcc, reno)").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("vegas >= max(smcc, reno)")
+            .unwrap()
+            .eval(&vals)
+            .unwrap();
         assert!(o.holds && o.detail.contains("max(smcc, reno)"), "{o:?}");
-        let o = Test::parse("ratio(vegas, smcc) >= 2").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("ratio(vegas, smcc) >= 2")
+            .unwrap()
+            .eval(&vals)
+            .unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
         assert!(Test::parse("ratio(vegas) > 1").is_err());
-        let o = Test::parse("within(smcc, reno, 10%)").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("within(smcc, reno, 10%)")
+            .unwrap()
+            .eval(&vals)
+            .unwrap();
         assert!(o.holds);
-        let o = Test::parse("within(smcc, vegas, 10%)").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("within(smcc, vegas, 10%)")
+            .unwrap()
+            .eval(&vals)
+            .unwrap();
         assert!(!o.holds);
         assert!(Test::parse("smcc < nobody").unwrap().eval(&vals).is_err());
     }
@@ -550,12 +625,21 @@ mod tests {
     #[test]
     fn names_with_plus_and_dash_are_labels() {
         let t = Test::parse("dcm+ < westwood-plus").unwrap();
-        assert_eq!(t.labels(), vec!["dcm+".to_string(), "westwood-plus".to_string()]);
+        assert_eq!(
+            t.labels(),
+            vec!["dcm+".to_string(), "westwood-plus".to_string()]
+        );
     }
 
     #[test]
     fn bad_tests_say_what_is_allowed() {
-        for bad in ["smcc", "smcc << vegas", "increasing(", "within(a, b, 10)", "a < b c"] {
+        for bad in [
+            "smcc",
+            "smcc << vegas",
+            "increasing(",
+            "within(a, b, 10)",
+            "a < b c",
+        ] {
             assert!(Test::parse(bad).is_err(), "{bad}");
         }
         assert!(Test::parse("increasing(smcc)").unwrap().is_trend());
@@ -564,7 +648,15 @@ mod tests {
     #[test]
     fn trends_use_rank_correlation() {
         let t = Test::parse("decreasing(smcc)").unwrap();
-        let mk = |m: f64| move |_: &str| Some(Stat { mean: m, ci95: 0.1, n: 3 });
+        let mk = |m: f64| {
+            move |_: &str| {
+                Some(Stat {
+                    mean: m,
+                    ci95: 0.1,
+                    n: 3,
+                })
+            }
+        };
         let (a, b, c) = (mk(3.0), mk(2.0), mk(1.0));
         let s: Vec<(f64, &dyn Fn(&str) -> Option<Stat>)> = vec![(1.0, &a), (2.0, &b), (3.0, &c)];
         let o = t.eval_trend(&s).unwrap();

@@ -258,7 +258,14 @@ pub const METRICS: &[&str] = &[
 ];
 
 /// The signals a time-series figure may draw.
-pub const SIGNALS: &[&str] = &["queue_pkts", "utilization", "drops", "cwnd", "rtt", "goodput"];
+pub const SIGNALS: &[&str] = &[
+    "queue_pkts",
+    "utilization",
+    "drops",
+    "cwnd",
+    "rtt",
+    "goodput",
+];
 
 /// Why a manifest is unusable.
 #[derive(Debug, thiserror::Error)]
@@ -273,10 +280,13 @@ pub struct ManifestError {
 impl Experiment {
     /// The label of value `i` on axis `a`.
     pub fn label(a: &Axis, i: usize) -> String {
-        a.labels.get(i).cloned().unwrap_or_else(|| match &a.values[i] {
-            toml::Value::String(s) => s.clone(),
-            v => v.to_string(),
-        })
+        a.labels
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| match &a.values[i] {
+                toml::Value::String(s) => s.clone(),
+                v => v.to_string(),
+            })
     }
 
     /// The x position of value `i` on axis `a`.
@@ -388,10 +398,8 @@ impl Manifest {
             path: path.display().to_string(),
             problem,
         };
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read: {e}")))?;
-        let mut m: Manifest =
-            toml::from_str(&text).map_err(|e| err(e.message().to_string()))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let mut m: Manifest = toml::from_str(&text).map_err(|e| err(e.message().to_string()))?;
         m.dir = dir.to_path_buf();
         m.validate().map_err(err)?;
         Ok(m)
@@ -416,7 +424,10 @@ impl Manifest {
             }
             for a in &e.axes {
                 if a.values.is_empty() {
-                    return Err(format!("experiment `{}` axis `{}`: no values", e.id, a.name));
+                    return Err(format!(
+                        "experiment `{}` axis `{}`: no values",
+                        e.id, a.name
+                    ));
                 }
                 if !a.labels.is_empty() && a.labels.len() != a.values.len() {
                     return Err(format!(
@@ -437,7 +448,10 @@ impl Manifest {
                     ));
                 }
                 if let Fields::Many(fs) = &a.field {
-                    let ok = a.values.iter().all(|v| v.as_array().is_some_and(|x| x.len() == fs.len()));
+                    let ok = a
+                        .values
+                        .iter()
+                        .all(|v| v.as_array().is_some_and(|x| x.len() == fs.len()));
                     if !ok {
                         return Err(format!(
                             "experiment `{}` axis `{}`: with {} fields each value must be an array of {} items",
@@ -474,14 +488,17 @@ impl Manifest {
                 continue;
             }
             let where_ = |p: String| format!("claim `{}`: {p}", c.id);
-            let eid = c
-                .experiment
-                .as_deref()
-                .ok_or_else(|| where_("needs `experiment` (or `na` with the reason it cannot be run)".into()))?;
+            let eid = c.experiment.as_deref().ok_or_else(|| {
+                where_("needs `experiment` (or `na` with the reason it cannot be run)".into())
+            })?;
             let e = self.experiment(eid).ok_or_else(|| {
                 where_(format!(
                     "experiment `{eid}` is not defined; defined: {}",
-                    self.experiments.iter().map(|e| e.id.as_str()).collect::<Vec<_>>().join(", ")
+                    self.experiments
+                        .iter()
+                        .map(|e| e.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             })?;
             let metric = c.metric.as_deref().unwrap_or("");
@@ -491,7 +508,10 @@ impl Manifest {
                     METRICS.join(", ")
                 )));
             }
-            let test = c.test.as_deref().ok_or_else(|| where_("needs a `test`".into()))?;
+            let test = c
+                .test
+                .as_deref()
+                .ok_or_else(|| where_("needs a `test`".into()))?;
             let t = super::expr::Test::parse(test).map_err(|p| where_(format!("test: {p}")))?;
             for l in t.labels() {
                 if !c.values.contains_key(&l) {
@@ -503,10 +523,15 @@ impl Manifest {
             }
             if let Some(o) = &c.over {
                 if !e.axes.iter().any(|a| &a.name == o) {
-                    return Err(where_(format!("over: axis `{o}` not in experiment `{eid}`; axes: {}", axis_names(e))));
+                    return Err(where_(format!(
+                        "over: axis `{o}` not in experiment `{eid}`; axes: {}",
+                        axis_names(e)
+                    )));
                 }
             } else if t.is_trend() {
-                return Err(where_("increasing()/decreasing() need `over = <axis>`".into()));
+                return Err(where_(
+                    "increasing()/decreasing() need `over = <axis>`".into(),
+                ));
             }
             if !matches!(c.require.as_deref(), None | Some("all") | Some("most")) {
                 return Err(where_("require: expected `all` or `most`".into()));
@@ -523,11 +548,20 @@ impl Manifest {
             match f.kind.strip_prefix("metric:") {
                 Some(m) => {
                     if !METRICS.contains(&m) {
-                        return Err(where_(format!("metric `{m}` is not one of: {}", METRICS.join(", "))));
+                        return Err(where_(format!(
+                            "metric `{m}` is not one of: {}",
+                            METRICS.join(", ")
+                        )));
                     }
-                    let along = f.along.as_deref().ok_or_else(|| where_("metric figures need `along = <axis>`".into()))?;
+                    let along = f
+                        .along
+                        .as_deref()
+                        .ok_or_else(|| where_("metric figures need `along = <axis>`".into()))?;
                     if !e.axes.iter().any(|a| a.name == along) {
-                        return Err(where_(format!("along: axis `{along}` not in experiment; axes: {}", axis_names(e))));
+                        return Err(where_(format!(
+                            "along: axis `{along}` not in experiment; axes: {}",
+                            axis_names(e)
+                        )));
                     }
                 }
                 None => {
@@ -552,20 +586,31 @@ fn axis_names(e: &Experiment) -> String {
     if e.axes.is_empty() {
         return "(none)".into();
     }
-    e.axes.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+    e.axes
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn check_selector(e: &Experiment, s: &str) -> Result<(), String> {
     let sel = Selector::parse(s)?;
     for (k, v) in &sel.axes {
-        let a = e
-            .axes
-            .iter()
-            .find(|a| &a.name == k)
-            .ok_or_else(|| format!("`{k}` is not an axis of `{}` (axes: {}; or flow=)", e.id, axis_names(e)))?;
-        let labels: Vec<String> = (0..a.values.len()).map(|i| Experiment::label(a, i)).collect();
+        let a = e.axes.iter().find(|a| &a.name == k).ok_or_else(|| {
+            format!(
+                "`{k}` is not an axis of `{}` (axes: {}; or flow=)",
+                e.id,
+                axis_names(e)
+            )
+        })?;
+        let labels: Vec<String> = (0..a.values.len())
+            .map(|i| Experiment::label(a, i))
+            .collect();
         if !labels.contains(v) {
-            return Err(format!("`{v}` is not a label of axis `{k}`; labels: {}", labels.join(", ")));
+            return Err(format!(
+                "`{v}` is not a label of axis `{k}`; labels: {}",
+                labels.join(", ")
+            ));
         }
     }
     Ok(())
@@ -627,8 +672,14 @@ labels = ["10", "40"]
         let p = e.points(false);
         assert_eq!(p.len(), 4);
         assert_eq!(p[3].overrides[0].1.as_str(), Some("br-tcp:reserved=40mbit"));
-        assert_eq!(p[3].overrides[1], ("cross.0.rate".to_string(), toml::Value::from("60mbit")));
-        assert_eq!(p[3].overrides[2], ("cross.0.weight".to_string(), toml::Value::from(60)));
+        assert_eq!(
+            p[3].overrides[1],
+            ("cross.0.rate".to_string(), toml::Value::from("60mbit"))
+        );
+        assert_eq!(
+            p[3].overrides[2],
+            ("cross.0.weight".to_string(), toml::Value::from(60))
+        );
     }
 
     #[test]

@@ -49,12 +49,20 @@ impl RunData {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .ok_or_else(|| MetricError(format!("{}: missing or not JSON", p.display())))?;
-        let reps = summary["repetitions"].as_array().cloned().unwrap_or_default();
-        let dir_name = summary["bottleneck"]["direction"].as_str().unwrap_or("down").to_string();
+        let reps = summary["repetitions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let dir_name = summary["bottleneck"]["direction"]
+            .as_str()
+            .unwrap_or("down")
+            .to_string();
         let mut queue_pkts = Vec::new();
         for r in &reps {
             let n = r["rep"].as_u64().unwrap_or(1);
-            let f = dir.join(format!("rep-{n}")).join("bottleneck-samples.jsonl");
+            let f = dir
+                .join(format!("rep-{n}"))
+                .join("bottleneck-samples.jsonl");
             queue_pkts.push(mean_queue(&f, &dir_name).unwrap_or(f64::NAN));
         }
         Ok(RunData {
@@ -72,7 +80,10 @@ impl RunData {
     /// The value of `metric` for each repetition, over the flows that
     /// `flow` selects (all when `None`).
     pub fn values(&self, metric: &str, flow: Option<&str>) -> Result<Vec<f64>, MetricError> {
-        let reps = self.summary["repetitions"].as_array().cloned().unwrap_or_default();
+        let reps = self.summary["repetitions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let mut out = Vec::new();
         for (i, r) in reps.iter().enumerate() {
             let b = &r["bottleneck"];
@@ -87,13 +98,21 @@ impl RunData {
                     flow.unwrap_or(""),
                     r["flows"]
                         .as_array()
-                        .map(|a| a.iter().filter_map(|f| f["cc"].as_str()).collect::<Vec<_>>().join(", "))
+                        .map(|a| a
+                            .iter()
+                            .filter_map(|f| f["cc"].as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "))
                         .unwrap_or_default()
                 )));
             }
             let sum = |k: &str| flows.iter().map(|f| num(&f[k])).sum::<f64>();
             let mean = |g: &dyn Fn(&Value) -> f64| {
-                let v: Vec<f64> = flows.iter().map(|f| g(f)).filter(|x| x.is_finite()).collect();
+                let v: Vec<f64> = flows
+                    .iter()
+                    .map(|f| g(f))
+                    .filter(|x| x.is_finite())
+                    .collect();
                 if v.is_empty() {
                     f64::NAN
                 } else {
@@ -118,7 +137,13 @@ impl RunData {
                 "goodput_cv" => mean(&|f| {
                     let n = r["rep"].as_u64().unwrap_or(1);
                     let i = f["index"].as_u64().unwrap_or(0);
-                    goodput_cv(&self.dir.join(format!("rep-{n}")).join(format!("flow-{i}")).join("client.json"))
+                    goodput_cv(
+                        &self
+                            .dir
+                            .join(format!("rep-{n}"))
+                            .join(format!("flow-{i}"))
+                            .join("client.json"),
+                    )
                 }),
                 "completion_s" => flows
                     .iter()
@@ -130,7 +155,13 @@ impl RunData {
                             f64::NAN
                         }
                     })
-                    .fold(f64::NEG_INFINITY, |a, b| if b.is_nan() || a.is_nan() { f64::NAN } else { a.max(b) }),
+                    .fold(f64::NEG_INFINITY, |a, b| {
+                        if b.is_nan() || a.is_nan() {
+                            f64::NAN
+                        } else {
+                            a.max(b)
+                        }
+                    }),
                 other => {
                     return Err(MetricError(format!(
                         "unknown metric `{other}`; known: {}",
@@ -147,7 +178,13 @@ impl RunData {
 fn is_flow_metric(m: &str) -> bool {
     !matches!(
         m,
-        "drops" | "utilization" | "queue_delay_ms" | "queue_pkts" | "loss_rate" | "delivery_ratio" | "jain"
+        "drops"
+            | "utilization"
+            | "queue_delay_ms"
+            | "queue_pkts"
+            | "loss_rate"
+            | "delivery_ratio"
+            | "jain"
     )
 }
 
@@ -168,7 +205,10 @@ pub fn selects(sel: Option<&str>, f: &Value) -> bool {
 /// Coefficient of variation of a client's interval goodputs, skipping
 /// the first 5 s (slow start).
 fn goodput_cv(path: &Path) -> f64 {
-    let v: Value = match std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
+    let v: Value = match std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
         Some(v) => v,
         None => return f64::NAN,
     };
@@ -210,8 +250,11 @@ fn mean_queue(path: &Path, dir: &str) -> Option<f64> {
 /// Bottleneck samples of repetition 1 in the data direction: (t, value)
 /// for `queue_pkts`, `utilization` (%) or `drops` (cumulative).
 pub fn bottleneck_signal(dir: &Path, data: &RunData, signal: &str) -> Vec<(f64, f64)> {
-    let d = data.summary["bottleneck"]["direction"].as_str().unwrap_or("down");
-    let Ok(text) = std::fs::read_to_string(dir.join("rep-1").join("bottleneck-samples.jsonl")) else {
+    let d = data.summary["bottleneck"]["direction"]
+        .as_str()
+        .unwrap_or("down");
+    let Ok(text) = std::fs::read_to_string(dir.join("rep-1").join("bottleneck-samples.jsonl"))
+    else {
         return Vec::new();
     };
     text.lines()

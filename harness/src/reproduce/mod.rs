@@ -162,7 +162,15 @@ pub fn papers(root: &Path) -> Vec<(String, PathBuf)> {
             d.filter_map(|e| e.ok())
                 .map(|e| e.path())
                 .filter(|p| p.join("paper.toml").exists())
-                .map(|p| (p.file_name().unwrap_or_default().to_string_lossy().into_owned(), p))
+                .map(|p| {
+                    (
+                        p.file_name()
+                            .unwrap_or_default()
+                            .to_string_lossy()
+                            .into_owned(),
+                        p,
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -203,8 +211,43 @@ pub fn point_scenario(
     Ok(sc)
 }
 
+/// Metrics and figures that need the senders' qlog (the rest come from
+/// the link and the clients' reports).
+const QLOG_METRICS: &[&str] = &["rtt_ms", "rtt_p95_ms", "cwnd_cv", "cwnd_kb", "lost"];
+
+/// The qlog level point `p` of experiment `e` needs: `opts.qlog_level`
+/// when a claim or figure reads the senders' qlog there, else off (qlog
+/// costs about three quarters of a simulation's time and most of its disk).
+fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app::QlogLevel {
+    let hits = |sels: &BTreeMap<String, String>| {
+        sels.values()
+            .any(|s| Selector::parse(s).is_ok_and(|sel| p.matches(&sel)))
+    };
+    let claims = m.claims.iter().any(|c| {
+        c.experiment.as_deref() == Some(e.id.as_str())
+            && c.metric
+                .as_deref()
+                .is_some_and(|x| QLOG_METRICS.contains(&x))
+            && hits(&c.values)
+    });
+    let figures = m.figures.iter().any(|f| {
+        f.experiment == e.id
+            && (matches!(f.kind.as_str(), "cwnd" | "rtt")
+                || f.kind
+                    .strip_prefix("metric:")
+                    .is_some_and(|x| QLOG_METRICS.contains(&x)))
+            && hits(&f.series)
+    });
+    if claims || figures {
+        opts.qlog_level
+    } else {
+        quic_app::QlogLevel::Off
+    }
+}
+
 struct Job {
     exp: usize,
+    qlog: quic_app::QlogLevel,
     point: Point,
     dir: PathBuf,
     scenario: Scenario,
@@ -225,6 +268,7 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
             let dir = out.join("runs").join(&e.id).join(p.dir_name());
             jobs.push(Job {
                 exp: ei,
+                qlog: qlog_for(&m, e, &p, opts),
                 point: p,
                 dir,
                 scenario,
@@ -281,7 +325,11 @@ fn jobs_view(jobs: &[Job]) -> JobView<'_> {
 }
 
 /// Runs what is not already complete; returns (runs executed, failures).
-fn run_jobs(m: &Manifest, jobs: &[Job], opts: &Options) -> Result<(usize, Vec<String>), ReproError> {
+fn run_jobs(
+    m: &Manifest,
+    jobs: &[Job],
+    opts: &Options,
+) -> Result<(usize, Vec<String>), ReproError> {
     // Reuse complete runs of the same scenario; re-run stale ones.
     let mut todo = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
@@ -337,7 +385,7 @@ fn run_jobs(m: &Manifest, jobs: &[Job], opts: &Options) -> Result<(usize, Vec<St
                     // Runs already go in parallel; with one worker the
                     // repetitions of a run do.
                     threads: if workers > 1 { 1 } else { 0 },
-                    qlog_level: opts.qlog_level,
+                    qlog_level: j.qlog,
                 };
                 let t = Instant::now();
                 let res = crate::run::run(&j.scenario, &cfg);
@@ -391,7 +439,10 @@ fn pick<'a>(
         0 => Err("no point matches (skipped in --quick?)".into()),
         n => Err(format!(
             "{n} points match; add axis conditions so that one does ({})",
-            c.iter().map(|j| j.point.dir_name()).collect::<Vec<_>>().join(", ")
+            c.iter()
+                .map(|j| j.point.dir_name())
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
@@ -411,7 +462,9 @@ fn measure(
         .ok_or("no run")?
         .as_ref()
         .map_err(|e| format!("run {} has no results: {e}", j.point.dir_name()))?;
-    let v = d.values(metric, sel.flow.as_deref()).map_err(|e| e.to_string())?;
+    let v = d
+        .values(metric, sel.flow.as_deref())
+        .map_err(|e| e.to_string())?;
     Stat::of(&v).ok_or_else(|| format!("{metric} was not measured in {}", j.point.dir_name()))
 }
 
@@ -462,10 +515,17 @@ fn evaluate(
     let over: Vec<(String, f64)> = match &c.over {
         None => Vec::new(),
         Some(o) => {
-            let a = e.axes.iter().find(|a| &a.name == o).expect("validated axis");
+            let a = e
+                .axes
+                .iter()
+                .find(|a| &a.name == o)
+                .expect("validated axis");
             (0..a.values.len())
                 .map(|i| (Experiment::label(a, i), Experiment::x(a, i)))
-                .filter(|(l, _)| jobs.iter().any(|j| j.exp == exp && j.point.coord(o) == Some(l)))
+                .filter(|(l, _)| {
+                    jobs.iter()
+                        .any(|j| j.exp == exp && j.point.coord(o) == Some(l))
+                })
                 .collect()
         }
     };
@@ -490,7 +550,10 @@ fn evaluate(
                     row.insert(label.clone(), s);
                 }
                 Err(why) => {
-                    fail(&mut r, format!("{label} ({selector}) {}: {why}", at.unwrap_or("")));
+                    fail(
+                        &mut r,
+                        format!("{label} ({selector}) {}: {why}", at.unwrap_or("")),
+                    );
                     return r;
                 }
             }
@@ -517,7 +580,8 @@ fn evaluate(
             match test.eval(&|l| row.get(l).copied()) {
                 Ok(mut o) => {
                     if let Some(Some(at)) = places.get(k) {
-                        o.detail = format!("{} {at}: {}", c.over.as_deref().unwrap_or(""), o.detail);
+                        o.detail =
+                            format!("{} {at}: {}", c.over.as_deref().unwrap_or(""), o.detail);
                     }
                     outs.push(o);
                 }
@@ -540,7 +604,10 @@ fn evaluate(
                 format!(
                     "holds at {held} of {n} {}: {}",
                     c.over.as_deref().unwrap_or("points"),
-                    outs.iter().map(|o| o.detail.as_str()).collect::<Vec<_>>().join("; ")
+                    outs.iter()
+                        .map(|o| o.detail.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
                 )
             } else {
                 outs.pop().map(|o| o.detail).unwrap_or_default()
@@ -554,7 +621,10 @@ fn evaluate(
             r.detail = o.detail;
             if !o.holds {
                 r.reason = c.if_fail.clone().or_else(|| {
-                    Some("no explanation recorded yet; the measured figures are in the detail".into())
+                    Some(
+                        "no explanation recorded yet; the measured figures are in the detail"
+                            .into(),
+                    )
                 });
             }
         }

@@ -29,9 +29,9 @@ fn colour(label: &str) -> RGBColor {
         RGBColor(188, 189, 34),
         RGBColor(23, 190, 207),
     ];
-    let h = label
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let h = label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
     P[(h % P.len() as u64) as usize]
 }
 
@@ -132,17 +132,27 @@ fn metric_lines(
     };
     let mut lines = Vec::new();
     for (label, s) in &f.series {
-        let Ok(sel) = Selector::parse(s) else { continue };
+        let Ok(sel) = Selector::parse(s) else {
+            continue;
+        };
         let (mut pts, mut ci) = (Vec::new(), Vec::new());
         for i in 0..a.values.len() {
             let l = Experiment::label(a, i);
             let hit: Vec<_> = jobs
                 .iter()
-                .filter(|(x, p, _)| *x == exp && p.matches(&sel) && p.coord(along) == Some(l.as_str()))
+                .filter(|(x, p, _)| {
+                    *x == exp && p.matches(&sel) && p.coord(along) == Some(l.as_str())
+                })
                 .collect();
-            let [(_, _, dir)] = hit.as_slice() else { continue };
-            let Some(Ok(d)) = data.get(*dir) else { continue };
-            let Ok(v) = d.values(metric, sel.flow.as_deref()) else { continue };
+            let [(_, _, dir)] = hit.as_slice() else {
+                continue;
+            };
+            let Some(Ok(d)) = data.get(*dir) else {
+                continue;
+            };
+            let Ok(v) = d.values(metric, sel.flow.as_deref()) else {
+                continue;
+            };
             if let Some(st) = Stat::of(&v) {
                 pts.push((Experiment::x(a, i), st.mean));
                 ci.push(st.ci95);
@@ -161,10 +171,19 @@ fn signal_lines(
 ) -> Vec<Line> {
     let mut lines = Vec::new();
     for (label, s) in &f.series {
-        let Ok(sel) = Selector::parse(s) else { continue };
-        let hit: Vec<_> = jobs.iter().filter(|(x, p, _)| *x == exp && p.matches(&sel)).collect();
-        let [(_, _, dir)] = hit.as_slice() else { continue };
-        let Some(Ok(d)) = data.get(*dir) else { continue };
+        let Ok(sel) = Selector::parse(s) else {
+            continue;
+        };
+        let hit: Vec<_> = jobs
+            .iter()
+            .filter(|(x, p, _)| *x == exp && p.matches(&sel))
+            .collect();
+        let [(_, _, dir)] = hit.as_slice() else {
+            continue;
+        };
+        let Some(Ok(d)) = data.get(*dir) else {
+            continue;
+        };
         let pts = match f.kind.as_str() {
             "queue_pkts" | "utilization" | "drops" => bottleneck_signal(dir, d, &f.kind),
             other => flow_signal(dir, d, sel.flow.as_deref(), other),
@@ -195,7 +214,10 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
     };
     if signal == "goodput" {
         let i = f["index"].as_u64().unwrap_or(0);
-        let p = dir.join("rep-1").join(format!("flow-{i}")).join("client.json");
+        let p = dir
+            .join("rep-1")
+            .join(format!("flow-{i}"))
+            .join("client.json");
         let v: serde_json::Value = std::fs::read(p)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -205,7 +227,12 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
             .as_array()
             .map(|a| {
                 a.iter()
-                    .filter_map(|x| Some((start + x["end_s"].as_f64()?, x["goodput_bps"].as_f64()? / 1e6)))
+                    .filter_map(|x| {
+                        Some((
+                            start + x["end_s"].as_f64()?,
+                            x["goodput_bps"].as_f64()? / 1e6,
+                        ))
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -222,8 +249,18 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
     };
     let start = f["start_s"].as_f64().unwrap_or(0.0);
     match signal {
-        "cwnd" => c.series.cwnd.iter().map(|&(t, w)| (start + t, w / 1e3)).collect(),
-        _ => c.series.latest_rtt_ms.iter().map(|&(t, r)| (start + t, r)).collect(),
+        "cwnd" => c
+            .series
+            .cwnd
+            .iter()
+            .map(|&(t, w)| (start + t, w / 1e3))
+            .collect(),
+        _ => c
+            .series
+            .latest_rtt_ms
+            .iter()
+            .map(|&(t, r)| (start + t, r))
+            .collect(),
     }
 }
 
@@ -249,7 +286,11 @@ fn chart(title: &str, xd: &str, yd: &str, lines: &[Line]) -> Result<String, Stri
         if x1 - x0 < 1e-9 {
             x1 = x0 + 1.0;
         }
-        let pad = if lines.iter().any(|l| !l.2.is_empty()) { (x1 - x0) * 0.05 } else { 0.0 };
+        let pad = if lines.iter().any(|l| !l.2.is_empty()) {
+            (x1 - x0) * 0.05
+        } else {
+            0.0
+        };
         let mut c = ChartBuilder::on(&plot)
             .caption(title, ("sans-serif", 15))
             .margin(8)
@@ -270,9 +311,14 @@ fn chart(title: &str, xd: &str, yd: &str, lines: &[Line]) -> Result<String, Stri
             if !ci.is_empty() {
                 c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
                     .map_err(|e| e.to_string())?;
-                c.draw_series(pts.iter().zip(ci).filter(|(_, h)| **h > 0.0).map(|(&(x, y), h)| {
-                    PathElement::new(vec![(x, y - h), (x, y + h)], col.stroke_width(1))
-                }))
+                c.draw_series(
+                    pts.iter()
+                        .zip(ci)
+                        .filter(|(_, h)| **h > 0.0)
+                        .map(|(&(x, y), h)| {
+                            PathElement::new(vec![(x, y - h), (x, y + h)], col.stroke_width(1))
+                        }),
+                )
                 .map_err(|e| e.to_string())?;
             }
         }
@@ -281,7 +327,10 @@ fn chart(title: &str, xd: &str, yd: &str, lines: &[Line]) -> Result<String, Stri
             let y = 40 + 20 * k as i32;
             let col = colour(label);
             legend
-                .draw(&PathElement::new(vec![(6, y), (26, y)], col.stroke_width(3)))
+                .draw(&PathElement::new(
+                    vec![(6, y), (26, y)],
+                    col.stroke_width(3),
+                ))
                 .map_err(|e| e.to_string())?;
             legend
                 .draw(&Text::new(label.clone(), (32, y - 7), ("sans-serif", 12)))
@@ -298,7 +347,12 @@ fn paper_text(v: &serde_json::Value) -> String {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Object(o) => o
             .iter()
-            .map(|(k, v)| format!("{k} {}", v.as_f64().map(sig3).unwrap_or_else(|| v.to_string())))
+            .map(|(k, v)| {
+                format!(
+                    "{k} {}",
+                    v.as_f64().map(sig3).unwrap_or_else(|| v.to_string())
+                )
+            })
             .collect::<Vec<_>>()
             .join(", "),
         other => other.to_string(),
@@ -360,7 +414,10 @@ pub fn markdown(m: &Manifest, r: &PaperResult, jobs: &JobView<'_>) -> String {
         let _ = writeln!(s, "Failed runs: {}\n", r.failed.join("; "));
     }
     let _ = writeln!(s, "## Claims\n");
-    let _ = writeln!(s, "| id | source | claim | metric | paper | ours | test | verdict |");
+    let _ = writeln!(
+        s,
+        "| id | source | claim | metric | paper | ours | test | verdict |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     for c in &r.claims {
         let v = match (c.verdict.as_str(), c.significant) {
@@ -379,6 +436,11 @@ pub fn markdown(m: &Manifest, r: &PaperResult, jobs: &JobView<'_>) -> String {
             cell(&paper_text(&c.paper)),
             cell(&ours_text(c)),
             cell(&match (&c.test, &c.over) {
+                (Some(t), Some(o))
+                    if t.starts_with("increasing") || t.starts_with("decreasing") =>
+                {
+                    format!("`{t}` along {o}")
+                }
                 (Some(t), Some(o)) => format!("`{t}` at each {o}"),
                 (Some(t), None) => format!("`{t}`"),
                 _ => "–".into(),
@@ -473,12 +535,20 @@ pub fn terminal(r: &PaperResult) -> String {
             s,
             "  {:<4}{} {:<14} {:<12} {}",
             c.verdict,
-            if c.verdict != "N/A" && !c.significant { "*" } else { " " },
+            if c.verdict != "N/A" && !c.significant {
+                "*"
+            } else {
+                " "
+            },
             c.id,
             c.source.chars().take(12).collect::<String>(),
             what
         );
     }
-    let _ = writeln!(s, "  (* within noise)  → {}", r.dir.join("REPRODUCTION.md").display());
+    let _ = writeln!(
+        s,
+        "  (* within noise)  → {}",
+        r.dir.join("REPRODUCTION.md").display()
+    );
     s
 }
