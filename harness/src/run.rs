@@ -326,9 +326,11 @@ struct Server {
     qlog_dir: PathBuf,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn spawn_server(
     bin: &Path,
     cc: &str,
+    mtu: Option<u16>,
     qlog_dir: &Path,
     netns: Option<&str>,
     listen: &str,
@@ -355,6 +357,7 @@ fn spawn_server(
     .arg(qlog_scenario)
     .arg("--qlog-dir")
     .arg(qlog_dir)
+    .args(mtu.map(|m| format!("--mtu={m}")))
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(std::fs::File::create(qlog_dir.join("server.stderr"))?);
@@ -417,6 +420,13 @@ struct Client {
     dir: PathBuf,
 }
 
+/// Where a run is written before it is moved to `out`: `out.partial`.
+pub fn partial_dir(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    out.with_file_name(name)
+}
+
 /// Runs a scenario; returns its summary (also written to `OUT/summary.json`).
 pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
     let server_bin = cfg.bin_dir.join("quic-server");
@@ -431,7 +441,9 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
             return Err(RunError::Exists(cfg.out.clone()));
         }
     }
-    let work = cfg.out.with_extension("partial");
+    // Not `with_extension`, which replaces a dotted name's last part:
+    // `loss-0.01` and `loss-0.05` would share `loss-0.partial`.
+    let work = partial_dir(&cfg.out);
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot create {}: {e}", work.display()))
@@ -646,6 +658,7 @@ fn run_rep(
         servers.push(spawn_server(
             server_bin,
             cc,
+            flows[i].1.mtu,
             &dir.join(format!("servers/{i}")),
             server_ns.as_deref(),
             &listen,
@@ -676,6 +689,8 @@ fn run_rep(
             let mut ec = EmuConfig::new(link.clone(), routes);
             ec.log_dir = Some(dir.to_path_buf());
             ec.per_packet_log = cfg.per_packet_log;
+            // Route i is flow i, then one route per cross source.
+            ec.class_weights = sc.class_weights();
             Some(Emulator::start(ec)?)
         }
         Some(_) => None,
@@ -740,6 +755,9 @@ fn run_rep(
             }
             if f.size.is_none() {
                 cmd.args(["--duration", &format!("{:.3}", run_ns as f64 / 1e9)]);
+            }
+            if let Some(m) = f.mtu {
+                cmd.arg(format!("--mtu={m}"));
             }
             cmd.args(["--json", "--interval", "0.5", "--qlog-level"])
                 .arg(cfg.qlog_level.as_str())
@@ -1173,6 +1191,14 @@ mod tests {
         assert!((m - 12.0).abs() < 1e-12 && (h - 4.303 * 2.0 / 3f64.sqrt()).abs() < 1e-9);
         assert_eq!(mean_ci(&[5.0]), (5.0, 0.0));
         assert_eq!(mean_ci(&[]), (0.0, 0.0));
+    }
+
+    #[test]
+    fn dotted_run_names_get_their_own_work_directory() {
+        let a = partial_dir(Path::new("/r/loss-0.01"));
+        let b = partial_dir(Path::new("/r/loss-0.05"));
+        assert_eq!(a, Path::new("/r/loss-0.01.partial"));
+        assert_ne!(a, b);
     }
 
     #[test]

@@ -422,6 +422,10 @@ fn run_jobs(
     Ok((done.into_inner(), failed))
 }
 
+/// Why a selector matched no point: validation guarantees it names real
+/// labels, so the point was left out by `--quick`.
+const SKIPPED: &str = "no point matches: left out by --quick";
+
 /// The point of `e` that `sel` picks, restricted to `at` (axis, label).
 fn pick<'a>(
     jobs: &'a [Job],
@@ -436,7 +440,7 @@ fn pick<'a>(
         .collect();
     match c.len() {
         1 => Ok(c[0]),
-        0 => Err("no point matches (skipped in --quick?)".into()),
+        0 => Err(SKIPPED.into()),
         n => Err(format!(
             "{n} points match; add axis conditions so that one does ({})",
             c.iter()
@@ -548,6 +552,15 @@ fn evaluate(
                         stat: s,
                     });
                     row.insert(label.clone(), s);
+                }
+                Err(why) if why.starts_with(SKIPPED) => {
+                    r.verdict = "N/A".into();
+                    r.ours.clear();
+                    r.reason = Some(format!(
+                        "not run in --quick: {label} ({selector}{}) is a point --quick leaves out",
+                        at.map(|a| format!(" at {a}")).unwrap_or_default()
+                    ));
+                    return r;
                 }
                 Err(why) => {
                     fail(
