@@ -1,6 +1,6 @@
 //! Binomial congestion control (Bansal and Balakrishnan, "Binomial
 //! Congestion Control Algorithms", INFOCOM 2001), the comparators of the
-//! TCP/EXP paper (`shared/seeds/002_*.txt`, its reference [10]):
+//! TCP/EXP paper (`shared/seeds/002_*.txt`, its reference \[10\]):
 //!
 //! ```text
 //! I: w <- w + alpha / w^k      per RTT without loss
@@ -23,7 +23,7 @@
 //! | `mimd` | -1 | 1 | 0.01 | 0.125 | Scalable TCP's a = 0.01 and b = 0.125 |
 //!
 //! `pipd` (polynomial increase, polynomial decrease) is not provided: the
-//! TCP/EXP paper defines it in its references [26]-[29] (Chandrasekaran and
+//! TCP/EXP paper defines it in its references \[26\]-\[29\] (Chandrasekaran and
 //! Wahida Banu, 2006), which could not be obtained here, and we will not
 //! invent a definition and give it their name.
 //!
@@ -83,7 +83,11 @@ impl BinomialConfig {
         alpha: 1.0,
         beta: 0.5,
     };
-    /// Multiplicative increase, multiplicative decrease.
+    /// Multiplicative increase, multiplicative decrease, with Scalable
+    /// TCP's constants (Kelly, "Scalable TCP", CCR 2003): `a = 0.01` per
+    /// ACK, i.e. `w / 100` per RTT, and `b = 0.125` of the window per loss.
+    /// The TCP/EXP paper's own MIMD (its references \[26\]-\[29\], MIMD-Poly)
+    /// could not be obtained, so these are not its constants.
     pub const MIMD: BinomialConfig = BinomialConfig {
         name: "mimd",
         k: -1.0,
@@ -208,6 +212,20 @@ mod tests {
             ..BinomialConfig::AIMD
         };
         assert_eq!(at(big).decrease(16.0), 16.0);
+    }
+
+    #[test]
+    fn mimd_says_its_constants_are_scalable_tcps() {
+        let mimd = crate::algorithms().find(|a| a.name == "mimd").unwrap();
+        assert!(mimd.summary.contains("Scalable TCP"), "{}", mimd.summary);
+        let default = |key: &str| {
+            mimd.params
+                .iter()
+                .find(|p| p.name == key)
+                .and_then(|p| p.default)
+        };
+        assert_eq!(default("alpha"), Some(0.01));
+        assert_eq!(default("beta"), Some(0.125));
     }
 
     #[test]

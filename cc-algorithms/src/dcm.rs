@@ -9,7 +9,8 @@
 //! 3 dupacks: cwnd = ssthresh          coarse timeout: cwnd = 1
 //! ```
 //!
-//! **DCM+** uses the Westwood+ estimator, and grows with
+//! **DCM+** uses the Westwood+ estimator ("the same algorithm explained in
+//! TCP Westwood+"), and grows with
 //!
 //! ```text
 //! rate_CA = RTT_old / RTT_new                                        (5)
@@ -21,8 +22,8 @@
 //! never exceeds the measured ssthresh, and when ssthresh changes, cwnd
 //! moves to it and stays there.
 //!
-//! **DCM** uses the original Westwood estimator and, when no new path is
-//! found (case 2, equation 2):
+//! **DCM** uses the original Westwood estimator ("the algorithm of TCP
+//! Westwood \[3\]") and, when no new path is found (case 2, equation 2):
 //!
 //! ```text
 //! cwnd < ssth:  CWND_new = CWND_old + (RTT_old / RTT_new) x 0.9
@@ -51,9 +52,24 @@
 //! - Without a bandwidth estimate yet, a loss halves the window (NewReno).
 //! - "Coarse timeout" is persistent congestion; "cwnd = 1" is the QUIC
 //!   minimum window of 2 datagrams.
-//! - DCM's estimator is ns-3's Westwood model (the paper's simulations ran
-//!   ns-3.29): per-ACK samples through a Tustin filter
-//!   ([`WestwoodTustinFilter`]).
+//! - The bandwidth filter is the `filter=` parameter of both, so the two
+//!   can be compared with the same filter, and each defaults to what its
+//!   paper used. The paper ran every protocol in ns-3.29, whose
+//!   `TcpWestwood` offers both: `filter=1`, ns-3 Westwood, per-ACK samples
+//!   `acked bytes / RTT` through a Tustin filter
+//!   ([`WestwoodTustinFilter`]), DCM's default; `filter=2`, ns-3
+//!   Westwood+, one sample per RTT through the same Tustin filter
+//!   ([`Ns3WestwoodPlusFilter`]), DCM+'s default. `filter=0` is Linux
+//!   `tcp_westwood.c`'s Westwood+ ([`WestwoodBwFilter`], the estimator of
+//!   our `westwood+`), which DCM+ used here before. The paper names no
+//!   filter beyond "a low-pass filter \[6,7\]"; ns-3.29's is the one its
+//!   results came from, hence the defaults.
+//! - RTTmin (equation 4) is the minimum RTT sample since the last
+//!   persistent congestion: it is re-learned from the next sample after
+//!   one, as Linux Westwood+ does after a timeout (and as our `westwood+`
+//!   does), so a path whose delay rose is not sized by a stale minimum.
+//!   ns-3's `TcpSocketState::m_minRtt` is never reset; this departs from
+//!   the paper's simulator on purpose, for both variants.
 //!
 //! Not carried over, and why:
 //! - Equation 6, `RTO_new = RTO_old x RTT_new / RTT_old`: QUIC has no RTO.
@@ -71,6 +87,8 @@
 //!
 //! [`RoundTracker`]: crate::estimators::RoundTracker
 //! [`WestwoodTustinFilter`]: crate::estimators::WestwoodTustinFilter
+//! [`Ns3WestwoodPlusFilter`]: crate::estimators::Ns3WestwoodPlusFilter
+//! [`WestwoodBwFilter`]: crate::estimators::WestwoodBwFilter
 
 use std::time::{Duration, Instant};
 
@@ -79,7 +97,7 @@ use quiche::cc::{
     SentPacket,
 };
 
-use crate::estimators::{RoundTracker, WestwoodBwFilter, WestwoodTustinFilter};
+use crate::estimators::{RoundTracker, WestwoodEstimator, WestwoodFilterKind};
 use crate::newreno::{delegate_window_to_reno, NewReno};
 
 /// Which of the two algorithms.
@@ -91,11 +109,34 @@ pub enum Variant {
     Dcm,
 }
 
+impl Variant {
+    /// The bandwidth filter the variant's paper used: ns-3 Westwood+ for
+    /// DCM+, ns-3 Westwood for DCM.
+    pub fn paper_filter(self) -> WestwoodFilterKind {
+        match self {
+            Variant::DcmPlus => WestwoodFilterKind::Ns3WestwoodPlus,
+            Variant::Dcm => WestwoodFilterKind::Ns3Westwood,
+        }
+    }
+}
+
 /// DCM/DCM+ configuration; it is also the factory.
 #[derive(Debug, Clone)]
 pub struct DcmConfig {
     /// DCM+ or DCM.
     pub variant: Variant,
+    /// The bandwidth filter.
+    pub filter: WestwoodFilterKind,
+}
+
+impl DcmConfig {
+    /// A variant with its paper's filter.
+    pub fn new(variant: Variant) -> Self {
+        DcmConfig {
+            variant,
+            filter: variant.paper_filter(),
+        }
+    }
 }
 
 impl CongestionControllerFactory for DcmConfig {
@@ -107,14 +148,8 @@ impl CongestionControllerFactory for DcmConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Dcm::new(self.variant, config))
+        Box::new(Dcm::with_filter(self.variant, self.filter, config))
     }
-}
-
-#[derive(Debug, Clone)]
-enum Estimator {
-    Plus(WestwoodBwFilter),
-    Original(WestwoodTustinFilter),
 }
 
 /// Bounds of `rate_CA`.
@@ -125,11 +160,11 @@ const RATE_CA_BOUNDS: (f64, f64) = (1.0 / 8.0, 8.0);
 pub struct Dcm {
     variant: Variant,
     reno: NewReno,
-    bw: Estimator,
+    bw: WestwoodEstimator,
     rounds: RoundTracker,
     /// Latest RTT sample.
     rtt: Duration,
-    /// Minimum RTT sample.
+    /// Minimum RTT sample since the last persistent congestion.
     rtt_min: Option<Duration>,
     /// Smoothed RTT at the end of the previous round (`RTT_old`).
     rtt_old: Option<Duration>,
@@ -140,17 +175,23 @@ pub struct Dcm {
 }
 
 impl Dcm {
-    /// A controller for a new path.
+    /// A controller for a new path, with the variant's paper filter.
     pub fn new(variant: Variant, config: &ControllerConfig) -> Self {
+        Self::with_filter(variant, variant.paper_filter(), config)
+    }
+
+    /// A controller for a new path with the bandwidth filter `filter`.
+    pub fn with_filter(
+        variant: Variant,
+        filter: WestwoodFilterKind,
+        config: &ControllerConfig,
+    ) -> Self {
         let reno = NewReno::new(config);
         let cwnd_pkts = reno.cwnd as f64 / reno.mss as f64;
         Dcm {
             variant,
             reno,
-            bw: match variant {
-                Variant::DcmPlus => Estimator::Plus(WestwoodBwFilter::new()),
-                Variant::Dcm => Estimator::Original(WestwoodTustinFilter::default()),
-            },
+            bw: WestwoodEstimator::new(filter),
             rounds: RoundTracker::default(),
             rtt: Duration::ZERO,
             rtt_min: None,
@@ -166,10 +207,12 @@ impl Dcm {
 
     /// Bandwidth estimate, bytes per second.
     pub fn bwe(&self) -> f64 {
-        match &self.bw {
-            Estimator::Plus(f) => f.estimate(),
-            Estimator::Original(f) => f.estimate(),
-        }
+        self.bw.estimate()
+    }
+
+    /// The bandwidth filter in use.
+    pub fn filter(&self) -> WestwoodFilterKind {
+        self.bw.kind()
     }
 
     /// Equation 4 in bytes; `None` without an estimate.
@@ -213,12 +256,7 @@ impl CongestionController for Dcm {
             self.rtt = s;
             self.rtt_min = Some(self.rtt_min.map_or(s, |m| m.min(s)));
         }
-        match &mut self.bw {
-            Estimator::Plus(f) => {
-                f.on_ack(now, ack.acked_bytes as u64, self.rtt);
-            }
-            Estimator::Original(f) => f.on_ack(ack.acked_bytes as u64, self.rtt),
-        }
+        self.bw.on_ack(now, ack.acked_bytes as u64, self.rtt);
         // rate_CA from the smoothed RTTs at the ends of consecutive rounds.
         let srtt = ack.rtt.smoothed_rtt;
         if ack
@@ -275,6 +313,8 @@ impl CongestionController for Dcm {
         if let Some(s) = target {
             self.reno.ssthresh = s;
         }
+        // Re-learn RTTmin from the next sample, as Linux Westwood+ does.
+        self.rtt_min = None;
         self.cwnd_pkts = self.reno.cwnd as f64 / self.mss();
     }
 
@@ -283,6 +323,9 @@ impl CongestionController for Dcm {
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
         f("dcm_rate_ca", self.rate_ca);
         f("dcm_bwe_bps", self.bwe() * 8.0);
+        if let Some(m) = self.rtt_min {
+            f("dcm_rtt_min_ms", m.as_secs_f64() * 1e3);
+        }
     }
 }
 
@@ -365,6 +408,76 @@ mod tests {
         let target = d.cc.bwe_ssthresh().unwrap();
         d.lose(1, true);
         assert_eq!(d.cc.congestion_window(), target);
+    }
+
+    /// Three ACKs of 10 packets, 100 ms apart (plus the 10 us of sending).
+    fn three_rounds(d: &mut Driver<Dcm>) {
+        for _ in 0..3 {
+            d.send(10, MSS, false);
+            d.ack(10, false);
+        }
+    }
+
+    #[test]
+    fn each_variant_defaults_to_its_papers_filter_and_both_take_any() {
+        // DCM+: ns-3 Westwood+, one 120 kB/s sample per RTT through the
+        // Tustin filter: the first ACK opens a period, the next two close
+        // one each: 0.1 x 120k / 2 = 6000, then 0.9 x 6000 + 0.1 x 120k.
+        let mut plus = dcm(Variant::DcmPlus);
+        assert_eq!(plus.cc.filter(), WestwoodFilterKind::Ns3WestwoodPlus);
+        three_rounds(&mut plus);
+        assert!((plus.cc.bwe() - 17_400.0).abs() < 1e-6, "{}", plus.cc.bwe());
+        assert_eq!(
+            Dcm::new(Variant::Dcm, &config()).filter(),
+            WestwoodFilterKind::Ns3Westwood
+        );
+
+        // Linux Westwood+: the first window's sample (12_000 B in
+        // 100.01 ms) seeds both stages.
+        let mut linux = Driver::new(Dcm::with_filter(
+            Variant::DcmPlus,
+            WestwoodFilterKind::Linux,
+            &config(),
+        ));
+        three_rounds(&mut linux);
+        assert!(
+            (linux.cc.bwe() - 12_000.0 / 0.100_01).abs() < 1.0,
+            "{}",
+            linux.cc.bwe()
+        );
+
+        // DCM with DCM+'s filter estimates exactly as DCM+ does.
+        let mut dcm_plus_filter = Driver::new(Dcm::with_filter(
+            Variant::Dcm,
+            WestwoodFilterKind::Ns3WestwoodPlus,
+            &config(),
+        ));
+        three_rounds(&mut dcm_plus_filter);
+        assert_eq!(dcm_plus_filter.cc.bwe(), plus.cc.bwe());
+
+        // And the registry passes `filter=` through.
+        for (spec, name) in [("dcm+:filter=0", "dcm+"), ("dcm:filter=2", "dcm")] {
+            match crate::parse(spec).unwrap() {
+                crate::Controller::Plugin(f) => assert_eq!(f.name(), name),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(crate::parse("dcm:filter=3").is_err());
+    }
+
+    #[test]
+    fn persistent_congestion_relearns_rtt_min() {
+        for variant in [Variant::DcmPlus, Variant::Dcm] {
+            let mut d = dcm(variant);
+            three_rounds(&mut d);
+            assert_eq!(d.cc.rtt_min, Some(Duration::from_millis(100)));
+            d.cc.on_persistent_congestion(d.now);
+            assert_eq!(d.cc.rtt_min, None);
+            // The path's delay rose: RTTmin is the new minimum, not the old.
+            d.rtt = Duration::from_millis(150);
+            d.send_and_ack(2, false);
+            assert_eq!(d.cc.rtt_min, Some(Duration::from_millis(150)));
+        }
     }
 
     #[test]

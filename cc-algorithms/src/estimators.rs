@@ -1,6 +1,7 @@
 //! Estimators shared by the algorithms: round tracking, windowed min/max
-//! filters, an exponentially weighted moving average and the Westwood+
-//! bandwidth filter. Each algorithm reuses these instead of keeping its own.
+//! filters, an exponentially weighted moving average and the Westwood
+//! bandwidth filters (Linux Westwood+, ns-3 Westwood and ns-3 Westwood+).
+//! Each algorithm reuses these instead of keeping its own.
 
 use std::time::Duration;
 use std::time::Instant;
@@ -292,13 +293,166 @@ impl WestwoodTustinFilter {
         if !sample.is_finite() {
             return;
         }
-        self.bw = Self::GAIN * self.bw + (1.0 - Self::GAIN) * (sample + self.last_sample) / 2.0;
-        self.last_sample = sample;
+        self.step(sample);
     }
 
     /// The bandwidth estimate in bytes per second.
     pub fn estimate(&self) -> f64 {
         self.bw
+    }
+
+    /// One step of the Tustin filter with a new raw `sample`.
+    fn step(&mut self, sample: f64) {
+        self.bw = Self::GAIN * self.bw + (1.0 - Self::GAIN) * (sample + self.last_sample) / 2.0;
+        self.last_sample = sample;
+    }
+}
+
+/// The Westwood+ bandwidth estimator as ns-3 models it (`TcpWestwood` with
+/// `ProtocolType=WestwoodPlus` and its default `FilterType=Tustin`, as in
+/// ns-3.29): one sample per RTT instead of one per ACK, through the same
+/// Tustin filter as [`WestwoodTustinFilter`].
+///
+/// ns-3 starts a sampling period at an ACK (whose bytes count) and closes it
+/// with a timer one RTT later, the RTT sample of that first ACK; the sample
+/// is the bytes acknowledged in the period divided by that RTT. A plugin has
+/// no timers, so the period closes at the first ACK at or after its end;
+/// that ACK's bytes then open the next period, as in ns-3 where the ACK
+/// after the timer schedules the next one.
+#[derive(Debug, Clone, Default)]
+pub struct Ns3WestwoodPlusFilter {
+    /// Start of the open sampling period and its length (the RTT sample
+    /// of the ACK that opened it).
+    period: Option<(Instant, Duration)>,
+    /// Bytes acknowledged in the open period.
+    acked_bytes: u64,
+    /// The Tustin filter the per-RTT samples go through.
+    tustin: WestwoodTustinFilter,
+}
+
+impl Ns3WestwoodPlusFilter {
+    /// Records `bytes` acknowledged at `now` with RTT sample `rtt`. Returns
+    /// true when a sampling period closed. ACKs without an RTT (zero) are
+    /// ignored, as ns-3 ignores them.
+    pub fn on_ack(&mut self, now: Instant, bytes: u64, rtt: Duration) -> bool {
+        if rtt.is_zero() {
+            return false;
+        }
+        let mut closed = false;
+        if let Some((start, len)) = self.period {
+            if now.saturating_duration_since(start) < len {
+                self.acked_bytes = self.acked_bytes.saturating_add(bytes);
+                return false;
+            }
+            let sample = self.acked_bytes as f64 / len.as_secs_f64();
+            if sample.is_finite() {
+                self.tustin.step(sample);
+            }
+            closed = true;
+        }
+        self.period = Some((now, rtt));
+        self.acked_bytes = bytes;
+        closed
+    }
+
+    /// The bandwidth estimate in bytes per second.
+    pub fn estimate(&self) -> f64 {
+        self.tustin.estimate()
+    }
+}
+
+/// Which Westwood-family bandwidth filter an algorithm uses. The numeric
+/// codes are the values of the registry's `filter=` parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WestwoodFilterKind {
+    /// `filter=0`: Linux `tcp_westwood.c` (Westwood+), [`WestwoodBwFilter`].
+    Linux,
+    /// `filter=1`: ns-3's original Westwood, per-ACK samples,
+    /// [`WestwoodTustinFilter`].
+    Ns3Westwood,
+    /// `filter=2`: ns-3's Westwood+, per-RTT samples,
+    /// [`Ns3WestwoodPlusFilter`].
+    Ns3WestwoodPlus,
+}
+
+impl WestwoodFilterKind {
+    /// The kind for a registry code (rounded to the nearest integer);
+    /// `None` for codes other than 0, 1 and 2.
+    pub fn from_code(code: f64) -> Option<Self> {
+        if !code.is_finite() {
+            return None;
+        }
+        match code.round() as i64 {
+            0 => Some(Self::Linux),
+            1 => Some(Self::Ns3Westwood),
+            2 => Some(Self::Ns3WestwoodPlus),
+            _ => None,
+        }
+    }
+
+    /// The registry code.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Linux => 0,
+            Self::Ns3Westwood => 1,
+            Self::Ns3WestwoodPlus => 2,
+        }
+    }
+}
+
+/// A Westwood-family bandwidth estimator chosen at run time.
+#[derive(Debug, Clone)]
+pub enum WestwoodEstimator {
+    /// Linux Westwood+.
+    Linux(WestwoodBwFilter),
+    /// ns-3 Westwood.
+    Ns3Westwood(WestwoodTustinFilter),
+    /// ns-3 Westwood+.
+    Ns3WestwoodPlus(Ns3WestwoodPlusFilter),
+}
+
+impl WestwoodEstimator {
+    /// An empty estimator of `kind`.
+    pub fn new(kind: WestwoodFilterKind) -> Self {
+        match kind {
+            WestwoodFilterKind::Linux => Self::Linux(WestwoodBwFilter::new()),
+            WestwoodFilterKind::Ns3Westwood => Self::Ns3Westwood(WestwoodTustinFilter::default()),
+            WestwoodFilterKind::Ns3WestwoodPlus => {
+                Self::Ns3WestwoodPlus(Ns3WestwoodPlusFilter::default())
+            }
+        }
+    }
+
+    /// Which filter this is.
+    pub fn kind(&self) -> WestwoodFilterKind {
+        match self {
+            Self::Linux(_) => WestwoodFilterKind::Linux,
+            Self::Ns3Westwood(_) => WestwoodFilterKind::Ns3Westwood,
+            Self::Ns3WestwoodPlus(_) => WestwoodFilterKind::Ns3WestwoodPlus,
+        }
+    }
+
+    /// Records `bytes` acknowledged at `now`, with the latest RTT sample.
+    pub fn on_ack(&mut self, now: Instant, bytes: u64, rtt: Duration) {
+        match self {
+            Self::Linux(f) => {
+                f.on_ack(now, bytes, rtt);
+            }
+            Self::Ns3Westwood(f) => f.on_ack(bytes, rtt),
+            Self::Ns3WestwoodPlus(f) => {
+                f.on_ack(now, bytes, rtt);
+            }
+        }
+    }
+
+    /// The bandwidth estimate in bytes per second (0 before the first
+    /// sample).
+    pub fn estimate(&self) -> f64 {
+        match self {
+            Self::Linux(f) => f.estimate(),
+            Self::Ns3Westwood(f) => f.estimate(),
+            Self::Ns3WestwoodPlus(f) => f.estimate(),
+        }
     }
 }
 
@@ -397,5 +551,42 @@ mod tests {
         assert!((w.estimate() - 17_400.0).abs() < 1e-9);
         w.on_ack(12_000, Duration::ZERO);
         assert!((w.estimate() - 17_400.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ns3_westwood_plus_samples_once_per_rtt_by_hand() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut w = Ns3WestwoodPlusFilter::default();
+        // The first ACK opens a 100 ms period; its bytes count.
+        assert!(!w.on_ack(t0, 12_000, ms(100)));
+        assert!(!w.on_ack(t0 + ms(50), 12_000, ms(100)));
+        // No RTT sample: ignored.
+        assert!(!w.on_ack(t0 + ms(60), 99_000, Duration::ZERO));
+        assert_eq!(w.estimate(), 0.0);
+        // Closes: 24_000 bytes / 100 ms = 240 kB/s;
+        // 0.9 x 0 + 0.1 x (240k + 0) / 2 = 12_000. This ACK opens the next.
+        assert!(w.on_ack(t0 + ms(100), 6_000, ms(100)));
+        assert!((w.estimate() - 12_000.0).abs() < 1e-9);
+        // 6_000 / 100 ms = 60 kB/s: 0.9 x 12k + 0.1 x (60k + 240k) / 2.
+        assert!(w.on_ack(t0 + ms(200), 0, ms(100)));
+        assert!((w.estimate() - 25_800.0).abs() < 1e-9, "{}", w.estimate());
+    }
+
+    #[test]
+    fn filter_codes_round_trip() {
+        for kind in [
+            WestwoodFilterKind::Linux,
+            WestwoodFilterKind::Ns3Westwood,
+            WestwoodFilterKind::Ns3WestwoodPlus,
+        ] {
+            assert_eq!(
+                WestwoodFilterKind::from_code(kind.code() as f64),
+                Some(kind)
+            );
+            assert_eq!(WestwoodEstimator::new(kind).kind(), kind);
+        }
+        assert_eq!(WestwoodFilterKind::from_code(3.0), None);
+        assert_eq!(WestwoodFilterKind::from_code(f64::NAN), None);
     }
 }

@@ -18,9 +18,16 @@
 //! ```
 //!
 //! and three phases (its Figure 7 and code): a *congestion control* phase
-//! growing by `W_est(D, L)`, a *critical* phase shrinking by `alpha`, and a
-//! *timeout or loss* phase halving; with no measured queue, a *normal*
-//! phase doubles the window.
+//! growing by `W_est(D, L)`, a *critical* phase shrinking by the report's
+//! `v_alpha_`, and a *timeout or loss* phase halving; with no measured
+//! queue, a *normal* phase doubles the window.
+//!
+//! The report's listing shows only the lines it changed in ns-2's
+//! `tcp-vegas.cc`. Where the report states nothing, we follow the author's
+//! complete modified file, published with the report's scripts
+//! (github.com/hishamcse/EWPHCC-Congestion-Control-NS2-Project,
+//! `modified files/tcp-vegas.cc`): it is the code that produced the
+//! report's results. "The author's code" below means that file.
 //!
 //! # Where the report cannot be taken literally, and what we do
 //!
@@ -31,15 +38,32 @@
 //!   second, not a probability. We average the *fraction of packets lost*
 //!   in the previous round, `p_l = lost / sent` (in [0, 1]).
 //! - **F6** gives `W(D_tar)` in 1/seconds: `D_i alpha_i` is dimensionless
-//!   (the report's code uses `D_i = 2 rtt / cwnd` and `alpha_i = cwnd / rtt`)
-//!   and is then divided by a delay. We measure `D_queue` in units of the
-//!   per-packet time `D_i = rtt / W`, that is in queued packets, and floor it
-//!   at one packet (the report divides by zero when there is no queue):
+//!   (the report's code uses `D_i = 2 rtt / cwnd` and `alpha_i = cwnd / rtt`,
+//!   so `D_i alpha_i = 2`, which is `alpha`'s default) and is then divided
+//!   by a delay. We measure `D_queue` in units of the per-packet time
+//!   `D_i = rtt / W`, that is in queued packets, and floor it at one packet
+//!   (the report divides by zero when there is no queue):
 //!   `W(D_tar) = alpha / max(1, D_queue / D_i)` packets per RTT, at most
 //!   `alpha`.
-//! - **W(L_tar) is never defined** (the report's code leaves it at zero,
-//!   so the loss term vanishes). We set `W(L_tar) = alpha`, so the loss
-//!   term is `(1 - P(L)) alpha`: the growth shrinks as losses rise.
+//! - **Two different alphas.** F6's `alpha_i` (the parameter `alpha`, a
+//!   target growth per RTT) is not the amount the critical phase removes,
+//!   the report's `cwnd_ -= v_alpha_`, which is ns-2 Vegas's `alpha`
+//!   (ns-2's default 1 packet, which the author's scripts keep). They are
+//!   separate parameters, `alpha` and `decrease`. `decrease=0`, the
+//!   default, means "the same as `alpha`", so specs written when one
+//!   `alpha` set both still mean what they meant, and the default critical
+//!   decrease stays 2 packets per round.
+//! - **W(L_tar) is not defined in the report's text.** Its listing
+//!   declares `v_target_loss_window_` (Figure 8) and shows one assignment,
+//!   commented out: `// v_target_loss_window_ = cwnd_;` in `vegas_expire`
+//!   (Figure 9). The author's code sets it to `cwnd_` in `reset()` and at
+//!   the first ACK, that is to the initial window (1 packet: ns-2's default
+//!   `windowInit_`, kept by the author's scripts), and never changes it.
+//!   We also use a constant, but `W(L_tar) = alpha`, the same target as
+//!   F6, not the initial window: with QUIC's initial window of 10 the loss
+//!   term would add about `10 / sqrt 2 = 7` packets per RTT whatever the
+//!   queue, while the delay term adds at most `alpha`. The loss term is
+//!   `(1 - P(L)) alpha`: the growth shrinks as losses rise.
 //! - **The phase thresholds (F8, F10) degenerate.** With `BFS = W (rtt -
 //!   D_min) / rtt` (F9 in packets), F10 works out to `D_delay_tr =
 //!   (inflight / W) Delay`. So "Delay < threshold" only says whether more
@@ -50,13 +74,31 @@
 //!     report's "cwnd *= 2"), spread over the round's ACKs;
 //!   - congestion control: `gamma <= BFS <= beta`: `W += W_est(D, L)` (F7)
 //!     once per round;
-//!   - critical: `BFS > beta`: `W -= alpha` once per round;
-//!   - timeout or loss: a congestion event halves the window once per
-//!     recovery period (RFC 9002 7.3.2); persistent congestion ("timeout")
-//!     sets the minimum window.
+//!   - critical: `BFS > beta`: `W -= decrease` once per round;
+//!   - loss: a congestion event multiplies the window by `loss_factor`,
+//!     3/4 by default, once per recovery period (RFC 9002 7.3.2), and
+//!     ssthresh follows it; persistent congestion ("timeout") sets the
+//!     minimum window.
+//! - **The loss response is 3/4, not the report's 1/2.** The report's
+//!   "timeout or loss" phase (`cwnd_ /= 2`, Figure 11) is a branch of its
+//!   once-per-RTT delay test, taken when its `delay` reaches Vegas's
+//!   fine-grained timeout `v_timeout_`, not a reaction to a detected
+//!   loss (we have no such branch: the phases come from `BFS`). Losses are
+//!   handled by the ns-2 Vegas code the report leaves untouched, and the
+//!   author's simulations ran it: on the duplicate ACKs of a loss it sets
+//!   `win -= win / 4` (3/4 of the window; 1/2 if the lost packet had
+//!   already been retransmitted, 2 packets for a window of 3 or less). QUIC
+//!   never retransmits a packet under its old number, so the 1/2 case has
+//!   no counterpart; `loss_factor=0.5` gives the halving of the report's
+//!   text (and of PHCC, which it modifies).
+//! - **`phi` is 0.8**, the weight of the old value in F2 and F3. The
+//!   report's text gives no number (`v_impact_factor_` is declared in its
+//!   Figure 8 and never assigned in its listing); the author's code
+//!   assigns 0.8 in `reset()` and at the first ACK. This module used 0.875
+//!   (TCP's 7/8 smoothing weight) before; 0.8 is what the report's results
+//!   were simulated with.
 //! - Rounds, `D_min` (baseRTT) and the round's RTT (its minimum sample)
-//!   follow Linux Vegas, as in [`crate::vegas`]. `phi` is the weight of
-//!   the old value in F2 and F3.
+//!   follow Linux Vegas, as in [`crate::vegas`].
 //!
 //! F1's `f` is F7, the root mean square.
 
@@ -75,21 +117,46 @@ use crate::newreno::{delegate_window_to_reno, NewReno};
 pub struct EwphccConfig {
     /// Weight of the old value in the exponential averages (F2, F3).
     pub phi: f64,
-    /// Target growth per RTT and critical-phase decrease, packets.
+    /// F6's `alpha_i`: target growth per RTT, packets (also `W(L_tar)`).
     pub alpha: f64,
+    /// Critical-phase decrease per RTT, packets (the report's `v_alpha_`);
+    /// 0 or less means the same as `alpha`.
+    pub decrease: f64,
     /// Backlog above which the critical phase begins, packets.
     pub beta: f64,
     /// Backlog below which no queue counts as measured, packets.
     pub gamma: f64,
+    /// Fraction of the window kept on a loss.
+    pub loss_factor: f64,
+}
+
+impl EwphccConfig {
+    /// `phi` of the author's code.
+    pub const DEFAULT_PHI: f64 = 0.8;
+    /// ns-2 Vegas's reduction on a loss, which the report's simulations
+    /// inherit.
+    pub const DEFAULT_LOSS_FACTOR: f64 = 0.75;
+
+    /// The critical-phase decrease in packets: `decrease`, or `alpha`
+    /// when `decrease` is not positive (the spec's `decrease=0`).
+    pub fn critical_decrease(&self) -> f64 {
+        if self.decrease > 0.0 {
+            self.decrease
+        } else {
+            self.alpha
+        }
+    }
 }
 
 impl Default for EwphccConfig {
     fn default() -> Self {
         EwphccConfig {
-            phi: 0.875,
+            phi: Self::DEFAULT_PHI,
             alpha: 2.0,
+            decrease: 0.0,
             beta: 4.0,
             gamma: 1.0,
+            loss_factor: Self::DEFAULT_LOSS_FACTOR,
         }
     }
 }
@@ -111,7 +178,7 @@ pub enum Phase {
     Normal,
     /// Growth by the joint estimate `W_est(D, L)`.
     CongestionControl,
-    /// Shrinking by `alpha` per round.
+    /// Shrinking by `decrease` per round.
     Critical,
 }
 
@@ -220,7 +287,7 @@ impl Ewphcc {
                     );
                     self.set_packets(w + self.w_est);
                 }
-                Phase::Critical => self.set_packets(w - self.cfg.alpha),
+                Phase::Critical => self.set_packets(w - self.cfg.critical_decrease()),
             }
         }
         self.round_rtt = None;
@@ -272,8 +339,16 @@ impl CongestionController for Ewphcc {
 
     fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
         self.round_lost += loss.lost_packets as u64;
-        // Timeout or loss phase: halve once per recovery period.
+        if !loss.new_recovery_period {
+            return;
+        }
+        // ns-2 Vegas's `win -= win / 4`, once per recovery period, which
+        // NewReno starts.
+        let w = self.reno.cwnd as f64;
         self.reno.on_congestion_event(loss, now);
+        let kept = w * self.cfg.loss_factor.clamp(0.0, 1.0);
+        let kept = if kept.is_finite() { kept as usize } else { 0 };
+        self.reno.set_window(kept, kept);
     }
 
     fn on_persistent_congestion(&mut self, now: Instant) {
@@ -369,13 +444,76 @@ mod tests {
     }
 
     #[test]
-    fn loss_halves_and_timeout_goes_to_the_minimum() {
+    fn loss_keeps_three_quarters_and_timeout_goes_to_the_minimum() {
         let mut d = ewphcc();
         d.send_and_ack(10, false);
         let w = d.cc.congestion_window();
+        assert_eq!(w, 20 * MSS);
         d.lose(1, true);
-        assert_eq!(d.cc.congestion_window(), w / 2);
+        assert_eq!(d.cc.congestion_window(), 15 * MSS);
+        assert_eq!(d.cc.ssthresh(), Some(15 * MSS));
+        // Once per recovery period.
+        d.lose(1, false);
+        assert_eq!(d.cc.congestion_window(), 15 * MSS);
         d.cc.on_persistent_congestion(d.now);
         assert_eq!(d.cc.congestion_window(), 2 * MSS);
+        // `loss_factor=0.5`: the report's text's halving.
+        let mut d = Driver::new(Ewphcc::new(
+            EwphccConfig {
+                loss_factor: 0.5,
+                ..Default::default()
+            },
+            &config(),
+        ));
+        d.send_and_ack(10, false);
+        d.lose(1, true);
+        assert_eq!(d.cc.congestion_window(), 10 * MSS);
+    }
+
+    #[test]
+    fn phi_is_the_authors_0_8() {
+        assert_eq!(EwphccConfig::default().phi, 0.8);
+        let info = crate::algorithms().find(|a| a.name == "ewphcc").unwrap();
+        let default = |key: &str| info.params.iter().find(|p| p.name == key)?.default;
+        assert_eq!(default("phi"), Some(0.8));
+        assert_eq!(default("loss_factor"), Some(0.75));
+        // `decrease` defaults to "the same as alpha".
+        assert_eq!(default("decrease"), Some(0.0));
+        // The averages give the old value weight 0.8: 0.8 x 0 + 0.2 x 1.
+        let mut e = Ewphcc::new(EwphccConfig::default(), &config());
+        e.p_l.update(0.0);
+        assert!((e.p_l.update(1.0) - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn critical_phase_removes_decrease_and_growth_targets_alpha() {
+        let cfg = EwphccConfig {
+            alpha: 5.0,
+            decrease: 1.0,
+            ..Default::default()
+        };
+        assert_eq!(cfg.critical_decrease(), 1.0);
+        // Unset (0): the same as alpha, as one `alpha` used to set both.
+        let old_spec = EwphccConfig {
+            alpha: 3.0,
+            ..Default::default()
+        };
+        assert_eq!(old_spec.critical_decrease(), 3.0);
+
+        let mut d = Driver::new(Ewphcc::new(cfg, &config()));
+        let ms = Duration::from_millis;
+        round(&mut d, ms(100));
+        d.cc.reno.cwnd = 20 * MSS;
+        // No delay or loss probability yet, 1.8 packets queued: F6 gives
+        // 5 / 1.8 = 2.75 and the loss term 5, RMS 4.0 packets: more than
+        // the default alpha of 2 could add.
+        let (before, after) = round(&mut d, ms(110));
+        assert_eq!(d.cc.phase(), Phase::CongestionControl);
+        let grown = (after as f64 - before as f64) / MSS as f64;
+        assert!(grown > 2.0 && grown <= 5.0 + 1e-9, "{grown}");
+        // Critical: minus `decrease` (1), not `alpha` (5).
+        let (before, after) = round(&mut d, ms(150));
+        assert_eq!(d.cc.phase(), Phase::Critical);
+        assert_eq!(before - after, MSS);
     }
 }

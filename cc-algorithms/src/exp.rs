@@ -39,8 +39,16 @@
 //!   `+alpha^k` per RTT and `-beta^l Wc` per loss, the TCP-compatible member
 //!   the paper generalises. Below `Wc` the window grows exponentially
 //!   faster (it "gains the bandwidth quicker", the paper's aim); above `Wc`
-//!   it probes exponentially more cautiously and backs off harder. The
-//!   decrease is capped at half of `Wc` per event.
+//!   it probes exponentially more cautiously.
+//!
+//!   The decrease is capped at `Wc / 2` per event, and that cap decides
+//!   what happens above `Wc`: with the default `beta = 1/2, l = 1`,
+//!   `(beta e^x)^l >= 1/2` for every `x >= 0`, so at and above `Wc` each
+//!   loss removes exactly `Wc / 2` packets. That is *less* than AIMD's
+//!   `W / 2` once `W > Wc`: above `Wc` it backs off more gently than
+//!   AIMD, not harder. Below `Wc` the decrease `Wc beta e^x` is more than
+//!   `W / 2` (since `e^x >= 1 + x`), e.g. 61% of `W` at `W = Wc / 2`, and
+//!   below `W = 0.23 Wc` it exceeds `W`, so the window drops to the minimum.
 //!
 //! Mapping onto QUIC and other choices:
 //! - The paper's text applies the increase "for each new acknowledgement",
@@ -52,6 +60,13 @@
 //!   and "1 packet" is QUIC's minimum window of 2 datagrams.
 //! - ssthresh is the window after the last reduction, so slow start
 //!   resumes up to it after a timeout, as Reno does.
+//! - The initial window is the `iw` parameter, in packets, 10 by default:
+//!   our choice, quiche's and RFC 9002's usual 10 datagrams. The paper
+//!   states none; its ns-2 TCP agents start from ns-2's default
+//!   `windowInit_` of 1 packet, which QUIC's minimum window of 2 datagrams
+//!   (quiche never reads a plugin's window below it) turns into `iw=2`,
+//!   the closest setting. `iw` replaces the connection's configured
+//!   initial window for this algorithm.
 
 use std::time::Instant;
 
@@ -75,6 +90,14 @@ pub struct ExpConfig {
     pub l: f64,
     /// Use the equations literally, with `W` in packets.
     pub literal: bool,
+    /// Initial window, packets (at least the minimum window of 2).
+    pub iw: usize,
+}
+
+impl ExpConfig {
+    /// Our default initial window, packets (quiche's default; the paper's
+    /// ns-2 default is 1 packet, i.e. QUIC's minimum of 2).
+    pub const DEFAULT_IW: usize = 10;
 }
 
 impl Default for ExpConfig {
@@ -85,6 +108,7 @@ impl Default for ExpConfig {
             k: 1.0,
             l: 1.0,
             literal: false,
+            iw: Self::DEFAULT_IW,
         }
     }
 }
@@ -116,9 +140,13 @@ pub struct Exp {
 impl Exp {
     /// A controller for a new path.
     pub fn new(cfg: ExpConfig, config: &ControllerConfig) -> Self {
+        let config = ControllerConfig {
+            initial_congestion_window_packets: cfg.iw,
+            ..*config
+        };
         Exp {
             cfg,
-            reno: NewReno::new(config),
+            reno: NewReno::new(&config),
             exponential: false,
             w_c: 0.0,
             pending: 0.0,
@@ -296,6 +324,56 @@ mod tests {
         assert!((e.increase_per_rtt(60.0) - (-0.5f64).exp()).abs() < 1e-12);
         // The decrease is capped at half of Wc.
         assert!((e.decrease(80.0) - 20.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn decrease_is_gentler_than_aimd_above_wc_and_harder_below() {
+        let mut e = Exp::new(ExpConfig::default(), &config());
+        e.w_c = 40.0;
+        // At and above Wc the cap holds: exactly Wc / 2 = 20 packets, less
+        // than AIMD's W / 2.
+        for w in [40.0, 50.0, 80.0, 400.0] {
+            assert!((e.decrease(w) - 20.0).abs() < 1e-12, "{w}");
+            assert!(e.decrease(w) <= w / 2.0 + 1e-12, "{w}");
+        }
+        // Below Wc: more than W / 2 (0.61 W at W = Wc / 2).
+        for w in [10.0, 20.0, 30.0, 39.0] {
+            assert!(e.decrease(w) > w / 2.0, "{w}");
+        }
+        assert!((e.decrease(20.0) / 20.0 - (-0.5f64).exp()).abs() < 1e-12);
+        // Below about 0.23 Wc the decrease exceeds the window.
+        assert!(e.decrease(8.0) > 8.0);
+    }
+
+    #[test]
+    fn initial_window_is_the_iw_parameter_not_the_connections() {
+        // A connection configured with 32 packets: `exp` starts from its
+        // own `iw`, 10 by default.
+        let conn = ControllerConfig {
+            initial_congestion_window_packets: 32,
+            ..config()
+        };
+        let e = Exp::new(ExpConfig::default(), &conn);
+        assert_eq!(e.congestion_window(), 10 * MSS);
+        // The paper's ns-2 window of 1 packet is QUIC's minimum of 2.
+        let e = Exp::new(
+            ExpConfig {
+                iw: 2,
+                ..Default::default()
+            },
+            &conn,
+        );
+        assert_eq!(e.congestion_window(), 2 * MSS);
+        // Through the registry, in packets.
+        let crate::Controller::Plugin(f) = crate::parse("exp:iw=4").unwrap() else {
+            panic!("exp is a plugin")
+        };
+        assert_eq!(f.build(&conn).congestion_window(), 4 * MSS);
+        let crate::Controller::Plugin(f) = crate::parse("exp").unwrap() else {
+            panic!("exp is a plugin")
+        };
+        assert_eq!(f.build(&conn).congestion_window(), 10 * MSS);
+        assert!(crate::parse("exp:iw=1").is_err());
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! Choices where RFC 9002 leaves room: no HyStart; no undo of a reduction
 //! when the loss turns out spurious (Appendix B has none); PTO expiry
 //! changes nothing.
+//!
+//! This module also holds [`Tahoe`], NewReno without fast recovery.
 
 use std::time::Instant;
 
@@ -233,6 +235,83 @@ impl CongestionController for NewReno {
     }
 }
 
+/// TCP Tahoe configuration; it is also the factory.
+#[derive(Debug, Clone, Default)]
+pub struct TahoeConfig {}
+
+impl CongestionControllerFactory for TahoeConfig {
+    fn name(&self) -> &str {
+        "tahoe"
+    }
+
+    fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
+        Box::new(Tahoe::new(config))
+    }
+}
+
+/// TCP Tahoe (Jacobson 1988, as in 4.3BSD-Tahoe and ns-2's `Agent/TCP`),
+/// the baseline the TCP/EXP paper (`shared/seeds/002_*.txt`) calls "TCP":
+/// on any loss it restarts slow start from one segment.
+///
+/// ```text
+/// loss (3 dupacks or timeout): ssthresh = max(FlightSize / 2, 2 MSS)
+///                              cwnd     = 1 MSS, slow start again
+/// ACK: slow start below ssthresh, then +1 MSS per window (as NewReno)
+/// ```
+///
+/// Mapping onto QUIC:
+/// - "loss" is a congestion event that starts a recovery period (one
+///   reaction per period, RFC 9002 7.3.2); FlightSize is the event's bytes
+///   in flight before the lost packets were removed (RFC 5681's FlightSize
+///   when the loss is detected).
+/// - "cwnd = 1 MSS" is 2 datagrams, the least a plugin can ask for: quiche
+///   never reads a plugin's window below `MINIMUM_WINDOW_PACKETS` (2)
+///   maximum datagrams (RFC 9002 7.2's kMinimumWindow).
+/// - No fast recovery: there is no window inflation or deflation, and
+///   acknowledgements of packets sent before the loss (TCP's duplicate
+///   ACKs) do not grow the window, as NewReno's recovery period already
+///   ensures; packets sent after it slow-start from the minimum.
+/// - Persistent congestion ("timeout") comes after the congestion event of
+///   the same losses, so the window is already at the minimum; it keeps
+///   that event's ssthresh.
+#[derive(Debug, Clone)]
+pub struct Tahoe {
+    reno: NewReno,
+}
+
+impl Tahoe {
+    /// A controller for a new path.
+    pub fn new(config: &ControllerConfig) -> Self {
+        Tahoe {
+            reno: NewReno::new(config),
+        }
+    }
+}
+
+impl CongestionController for Tahoe {
+    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
+        self.reno.on_ack(ack, now);
+    }
+
+    fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
+        if !loss.new_recovery_period {
+            return;
+        }
+        // Starts the recovery period; its halving is replaced below.
+        self.reno.on_congestion_event(loss, now);
+        let min = NewReno::min_window_of(self.reno.mss);
+        self.reno.set_window(min, loss.bytes_in_flight / 2);
+    }
+
+    fn on_persistent_congestion(&mut self, now: Instant) {
+        self.reno.on_persistent_congestion(now);
+    }
+
+    delegate_window_to_reno!(reno);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +378,65 @@ mod tests {
         d.lose(1, true);
         d.cc.on_spurious_loss(d.now);
         assert_eq!(d.cc.congestion_window(), 12_000);
+    }
+
+    fn tahoe() -> Driver<Tahoe> {
+        Driver::new(Tahoe::new(&crate::testing::config()))
+    }
+
+    #[test]
+    fn tahoe_loss_restarts_slow_start_from_the_minimum() {
+        let mut d = tahoe();
+        d.send_and_ack(10, false); // slow start: 20 packets
+        assert_eq!(d.cc.congestion_window(), 24_000);
+        // 20 packets in flight when one is found lost.
+        d.send(20, 1200, false);
+        d.lose(1, true);
+        assert_eq!(d.cc.ssthresh(), Some(12_000));
+        assert_eq!(d.cc.congestion_window(), 2 * 1200);
+        // A second loss of the same period changes nothing.
+        d.lose(1, false);
+        assert_eq!(d.cc.congestion_window(), 2 * 1200);
+        // ACKs of packets sent before the loss (TCP's duplicate ACKs) do
+        // not grow the window: no fast recovery, no inflation.
+        d.ack(18, false);
+        assert_eq!(d.cc.congestion_window(), 2 * 1200);
+        // Slow start from the minimum: 2, 4, 8 packets, then stop at
+        // ssthresh (10 packets) and grow one packet per window.
+        d.send_and_ack(2, false);
+        assert_eq!(d.cc.congestion_window(), 4 * 1200);
+        assert_eq!(d.cc.state_name(), "slow_start");
+        d.send_and_ack(4, false);
+        assert_eq!(d.cc.congestion_window(), 8 * 1200);
+        d.send_and_ack(8, false);
+        assert_eq!(d.cc.congestion_window(), 10 * 1200);
+        assert_eq!(d.cc.state_name(), "congestion_avoidance");
+    }
+
+    #[test]
+    fn tahoe_ssthresh_is_at_least_two_packets() {
+        let mut d = tahoe();
+        d.send(1, 1200, false);
+        d.lose(1, true); // 1 packet in flight: max(600, 2400)
+        assert_eq!(d.cc.ssthresh(), Some(2 * 1200));
+        assert_eq!(d.cc.congestion_window(), 2 * 1200);
+        d.cc.on_persistent_congestion(d.now);
+        assert_eq!(d.cc.congestion_window(), 2 * 1200);
+        assert_eq!(d.cc.ssthresh(), Some(2 * 1200));
+    }
+
+    #[test]
+    fn tahoe_is_registered_as_a_plugin() {
+        let info = crate::algorithms().find(|a| a.name == "tahoe").unwrap();
+        assert_eq!(info.origin, crate::Origin::Plugin);
+        assert!(info.params.is_empty());
+        match crate::parse("tahoe").unwrap() {
+            crate::Controller::Plugin(f) => {
+                assert_eq!(f.name(), "tahoe");
+                let cc = f.build(&crate::testing::config());
+                assert_eq!(cc.congestion_window(), 10 * 1200);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -155,6 +155,15 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
         max: 1000.0,
         help: "leave slow start when more packets than this are queued",
     },
+    ParamInfo {
+        name: "linux_slow_start",
+        unit: "0 or 1",
+        kind: ParamKind::Number,
+        default: Some(0.0),
+        min: 0.0,
+        max: 1.0,
+        help: "0: Brakmo and Peterson's slow start as ns-2 runs it (growth every other RTT, gamma tested on the mean RTT of a round that did not grow, cwnd cut by 1/8 on leaving); 1: Linux tcp_vegas.c's (growth every RTT, gamma tested on the round's minimum RTT)",
+    },
 ];
 
 const BR_TCP_PARAMS: &[ParamInfo] = &[ParamInfo {
@@ -192,16 +201,17 @@ const EXP_PARAMS: &[ParamInfo] = &[
     number("k", "1", 1.0, 0.0, 10.0, "order of the increase rule"),
     number("l", "1", 1.0, 0.0, 10.0, "order of the decrease rule"),
     number("literal", "0 or 1", 0.0, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
+    number("iw", "packets", 10.0, 2.0, 1000.0, "initial window; 10 is ours (quiche's default); the paper's ns-2 default of 1 packet is QUIC's minimum, 2"),
 ];
 
 const EWPHCC_PARAMS: &[ParamInfo] = &[
     number(
         "phi",
         "1",
-        0.875,
+        0.8,
         0.0,
         1.0,
-        "weight of the old value in the delay and loss probability averages",
+        "weight of the old value in the delay and loss probability averages (0.8: the author's code)",
     ),
     number(
         "alpha",
@@ -209,7 +219,15 @@ const EWPHCC_PARAMS: &[ParamInfo] = &[
         2.0,
         0.01,
         1000.0,
-        "target growth per RTT, and the critical-phase decrease",
+        "target growth per RTT (F6's alpha_i, also W(L_tar))",
+    ),
+    number(
+        "decrease",
+        "packets",
+        0.0,
+        0.0,
+        1000.0,
+        "critical-phase decrease per RTT (the report's v_alpha_); 0: the same as alpha",
     ),
     number(
         "beta",
@@ -227,7 +245,40 @@ const EWPHCC_PARAMS: &[ParamInfo] = &[
         1000.0,
         "backlog below which no queue counts as measured (normal phase)",
     ),
+    number(
+        "loss_factor",
+        "1",
+        0.75,
+        0.05,
+        1.0,
+        "fraction of the window kept on a loss (0.75: ns-2 Vegas, as the report's simulations ran; 0.5: the report's text)",
+    ),
 ];
+
+/// `filter=` of DCM+ and DCM: the bandwidth filter, with the paper's as
+/// default (codes of `estimators::WestwoodFilterKind`).
+const fn dcm_params(default_filter: f64) -> [ParamInfo; 1] {
+    [number(
+        "filter",
+        "0, 1 or 2",
+        default_filter,
+        0.0,
+        2.0,
+        "bandwidth filter: 0 Linux tcp_westwood.c (Westwood+); 1 ns-3 Westwood, per-ACK Tustin (DCM's paper); 2 ns-3 Westwood+, per-RTT Tustin (DCM+'s paper)",
+    )]
+}
+
+const DCM_PLUS_PARAMS: &[ParamInfo] = &dcm_params(2.0);
+/// Westwood+ takes the same filters, Linux's by default (`filter=1` is
+/// ns-3's original Westwood, for the DCM+ paper's Westwood runs).
+const WESTWOOD_PARAMS: &[ParamInfo] = &dcm_params(0.0);
+const DCM_PARAMS: &[ParamInfo] = &dcm_params(1.0);
+
+fn dcm(variant: Variant, p: &Params) -> Controller {
+    let filter = crate::estimators::WestwoodFilterKind::from_code(p.get("filter"))
+        .unwrap_or_else(|| variant.paper_filter());
+    Controller::Plugin(Arc::new(DcmConfig { variant, filter }))
+}
 
 const HYSTART_PARAMS: &[ParamInfo] = &[number(
     "hystart",
@@ -369,8 +420,17 @@ const ENTRIES: &[Entry] = &[
     },
     Entry {
         info: AlgorithmInfo {
+            name: "tahoe",
+            summary: "TCP Tahoe: on loss ssthresh = max(flight/2, 2 MSS), cwnd = minimum window, slow start again; no fast recovery",
+            origin: Origin::Plugin,
+            params: &[],
+        },
+        build: |_| Controller::Plugin(Arc::new(crate::newreno::TahoeConfig::default())),
+    },
+    Entry {
+        info: AlgorithmInfo {
             name: "vegas",
-            summary: "TCP Vegas, delay-based, with Linux tcp_vegas.c semantics",
+            summary: "TCP Vegas, delay-based: Brakmo and Peterson / ns-2 slow start, Linux tcp_vegas.c avoidance, real-valued diff",
             origin: Origin::Plugin,
             params: VEGAS_PARAMS,
         },
@@ -379,6 +439,11 @@ const ENTRIES: &[Entry] = &[
                 alpha: p.get("alpha"),
                 beta: p.get("beta"),
                 gamma: p.get("gamma"),
+                slow_start: if p.get("linux_slow_start") >= 0.5 {
+                    crate::vegas::SlowStart::Linux
+                } else {
+                    crate::vegas::SlowStart::Paper
+                },
             }))
         },
     },
@@ -387,9 +452,13 @@ const ENTRIES: &[Entry] = &[
             name: "westwood+",
             summary: "Westwood+: Reno growth, ssthresh = bandwidth estimate x min RTT on loss",
             origin: Origin::Plugin,
-            params: &[],
+            params: WESTWOOD_PARAMS,
         },
-        build: |_| Controller::Plugin(Arc::new(WestwoodConfig::default())),
+        build: |p| {
+            let filter = crate::estimators::WestwoodFilterKind::from_code(p.get("filter"))
+                .unwrap_or(crate::estimators::WestwoodFilterKind::Linux);
+            Controller::Plugin(Arc::new(WestwoodConfig { filter }))
+        },
     },
     Entry {
         info: AlgorithmInfo {
@@ -419,26 +488,27 @@ const ENTRIES: &[Entry] = &[
                 k: p.get("k"),
                 l: p.get("l"),
                 literal: p.get("literal") >= 0.5,
+                iw: p.get("iw").round() as usize,
             }))
         },
     },
     Entry {
         info: AlgorithmInfo {
             name: "dcm+",
-            summary: "DCM+: Westwood+ estimate, rate_CA = RTT_old/RTT_new growth, slow start tracking ssthresh",
+            summary: "DCM+: Westwood+ estimate (ns-3's, as the paper ran), rate_CA = RTT_old/RTT_new growth, slow start tracking ssthresh",
             origin: Origin::Plugin,
-            params: &[],
+            params: DCM_PLUS_PARAMS,
         },
-        build: |_| Controller::Plugin(Arc::new(DcmConfig { variant: Variant::DcmPlus })),
+        build: |p| dcm(Variant::DcmPlus, p),
     },
     Entry {
         info: AlgorithmInfo {
             name: "dcm",
-            summary: "DCM without path switching: Westwood estimate, equation 2 growth",
+            summary: "DCM without path switching: Westwood estimate (ns-3's, as the paper ran), equation 2 growth",
             origin: Origin::Plugin,
-            params: &[],
+            params: DCM_PARAMS,
         },
-        build: |_| Controller::Plugin(Arc::new(DcmConfig { variant: Variant::Dcm })),
+        build: |p| dcm(Variant::Dcm, p),
     },
     Entry {
         info: AlgorithmInfo {
@@ -474,8 +544,10 @@ const ENTRIES: &[Entry] = &[
             Controller::Plugin(Arc::new(EwphccConfig {
                 phi: p.get("phi"),
                 alpha: p.get("alpha"),
+                decrease: p.get("decrease"),
                 beta: p.get("beta"),
                 gamma: p.get("gamma"),
+                loss_factor: p.get("loss_factor"),
             }))
         },
     },
@@ -518,7 +590,7 @@ const ENTRIES: &[Entry] = &[
     Entry {
         info: AlgorithmInfo {
             name: "mimd",
-            summary: "binomial member k=-1, l=1: multiplicative increase and decrease",
+            summary: "binomial member k=-1, l=1: multiplicative increase and decrease, with Scalable TCP's constants (a=0.01 per ACK, b=0.125)",
             origin: Origin::Plugin,
             params: MIMD_PARAMS,
         },

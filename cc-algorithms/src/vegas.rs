@@ -1,25 +1,73 @@
-//! TCP Vegas (Brakmo and Peterson, 1995) with the semantics of Linux
-//! `net/ipv4/tcp_vegas.c`.
+//! TCP Vegas (Brakmo and Peterson, 1995): congestion avoidance with the
+//! semantics of Linux `net/ipv4/tcp_vegas.c`, slow start as the paper and
+//! ns-2's Vegas (which the SMCC paper ran) do it by default.
 //!
-//! Once per round trip, with `baseRTT` the smallest RTT ever seen and `RTT`
-//! the smallest RTT of the round just ended:
+//! Once per round trip, with `baseRTT` the smallest RTT ever seen:
 //!
 //! ```text
 //! target = cwnd * baseRTT / RTT
-//! diff   = cwnd * (RTT - baseRTT) / baseRTT        (packets, truncated)
-//! slow start:  if diff > gamma: cwnd = min(cwnd, target + 1); ssthresh = min(ssthresh, cwnd - 1)
-//! avoidance:   diff > beta: cwnd -= 1;  diff < alpha: cwnd += 1;  else hold
+//! diff   = cwnd * (RTT - baseRTT) / baseRTT        (packets, real-valued)
+//! avoidance (RTT = smallest sample of the round):
+//!     diff > beta: cwnd -= 1;  diff < alpha: cwnd += 1;  else hold
 //! ```
 //!
+//! **The hold band.** `diff` is compared with alpha and beta as a real
+//! number. Linux truncates it to an integer (and ns-2 rounds it), which is
+//! harmless with Linux's integer alpha and beta but leaves no hold band at
+//! all with real-valued thresholds such as SMCC's (with alpha = 2.3 and
+//! beta = 2.8 no integer lies in [alpha, beta], so the window never holds).
+//! The SMCC paper's model (its eq. 2) is continuous, so we compare the real
+//! value. The comparisons are Brakmo and Peterson's (and Linux's and
+//! ns-2's): increase when `diff < alpha`, decrease when `diff > beta`, hold
+//! when `alpha <= diff <= beta`. The SMCC paper's eq. 2 writes `<=` and `>=`
+//! at the edges; with a real-valued `diff` the edges are a measure-zero
+//! case, and the strict form keeps `alpha = beta` a hold point.
+//!
+//! **Slow start** (`linux_slow_start=0`, [`SlowStart::Paper`], the default).
+//! Brakmo and Peterson (section 3.3): "Vegas allows exponential growth only
+//! every other RTT. In between, the congestion window stays fixed so a valid
+//! comparison of the expected and actual rates can be made"; when the
+//! difference exceeds gamma, Vegas leaves slow start. ns-2's
+//! `tcp/tcp-vegas.cc` does exactly this: rounds alternate between growing
+//! (one packet per packet acknowledged) and holding; at the end of each
+//! holding round the difference, computed on the *mean* RTT of the round's
+//! samples, is compared with gamma, and when it is larger ns-2 sets
+//! `ssthresh = 2` (so avoidance from now on) and cuts cwnd by 1/8. The SMCC
+//! paper's eq. 1 has the same shape, `w (1 - p)` with `p` unspecified; we use
+//! ns-2's `p = 1/8`. So here:
+//!
+//! ```text
+//! rounds alternate: grow (cwnd += acked bytes), hold (cwnd fixed)
+//! end of a hold round: diff on the round's mean RTT
+//!     diff > gamma: cwnd -= cwnd / 8; ssthresh = cwnd - 1 (avoidance)
+//!     else:         the next round grows
+//! ```
+//!
+//! The first round of a slow start holds (it measures the initial window).
+//! A hold round with fewer than three samples gives no evidence of a queue,
+//! and the next round grows. The mean, not the round's minimum, is the
+//! paper's `RTTa` and ns-2's `v_sumRTT_ / v_cntRTT_`; it matters: the samples
+//! of a round belong to packets sent in the round before, over which the
+//! queue builds from nothing, so the minimum sees no queue until it stands
+//! through a whole round.
+//!
+//! **Slow start** (`linux_slow_start=1`, [`SlowStart::Linux`]): Linux's. The
+//! window grows by acknowledged bytes every round, and at the end of each
+//! round, on the round's *minimum* RTT:
+//! `diff > gamma: cwnd = min(cwnd, target + 1); ssthresh = min(ssthresh, cwnd - 1)`.
+//! Measured on a 20 Mbit/s, 40 ms, 4-BDP drop-tail link this overshoots to
+//! several BDPs, and the queue it leaves drains at one packet per RTT.
+//!
 //! Mapping onto QUIC, and where it follows Linux rather than the paper:
-//! - Windows are in bytes; one "packet" is one maximum datagram. `diff` is
-//!   computed on `cwnd / mss` and truncated as Linux's integer division does.
+//! - Windows are in bytes; one "packet" is one maximum datagram.
+//! - `diff` is Linux's `cwnd (RTT - baseRTT) / baseRTT`; the paper's
+//!   `(Expected - Actual) baseRTT` is `cwnd (RTT - baseRTT) / RTT`, smaller
+//!   by `baseRTT / RTT` (3% with 1.2 ms of queue on 40 ms).
 //! - A round ends when a packet sent after the round began is acknowledged
 //!   ([`RoundTracker`], Linux's `beg_snd_nxt`). RTT samples are the per-ACK
 //!   samples quiche takes (one per ACK frame, like Linux's per-ACK sample).
-//! - With fewer than three RTT samples in a round, the round behaves like
-//!   Reno (Linux `cntRTT <= 2`). Slow start between rounds grows by acked
-//!   bytes, as Linux does (not the paper's every-other-RTT doubling).
+//! - In avoidance, with fewer than three RTT samples in a round, the round
+//!   behaves like Reno (Linux `cntRTT <= 2`).
 //! - After each adjustment `ssthresh = max(ssthresh, 3/4 cwnd)` (Linux
 //!   `tcp_current_ssthresh`); the window never goes below 2 packets.
 //! - Loss, persistent congestion and recovery are NewReno's (Linux disables
@@ -36,6 +84,19 @@ use quiche::cc::{
 use crate::estimators::RoundTracker;
 use crate::newreno::NewReno;
 
+/// How Vegas slow-starts (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SlowStart {
+    /// Brakmo and Peterson, as ns-2 implements it: growth every other
+    /// round, gamma tested on the mean RTT of a round whose window did not
+    /// grow, cwnd cut by 1/8 on leaving.
+    #[default]
+    Paper,
+    /// Linux `tcp_vegas.c`: growth every round, gamma tested on the round's
+    /// minimum RTT, cwnd set to `min(cwnd, target + 1)` on leaving.
+    Linux,
+}
+
 /// Vegas parameters, in packets; the config is also the factory.
 #[derive(Debug, Clone)]
 pub struct VegasConfig {
@@ -45,15 +106,19 @@ pub struct VegasConfig {
     pub beta: f64,
     /// Leave slow start when more than `gamma` packets are queued.
     pub gamma: f64,
+    /// Which slow start.
+    pub slow_start: SlowStart,
 }
 
 impl Default for VegasConfig {
     fn default() -> Self {
-        // Linux defaults.
+        // Linux's thresholds (ns-2's, which the SMCC paper used, are
+        // alpha = 1, beta = 3: `vegas:alpha=1,beta=3`).
         VegasConfig {
             alpha: 2.0,
             beta: 4.0,
             gamma: 1.0,
+            slow_start: SlowStart::Paper,
         }
     }
 }
@@ -80,8 +145,21 @@ pub struct Vegas {
     base_rtt: Option<Duration>,
     /// Smallest RTT of the current round (`minRTT`).
     round_min_rtt: Option<Duration>,
+    /// Sum of the current round's RTT samples, for their mean.
+    round_rtt_sum: Duration,
     /// RTT samples in the current round (`cntRTT`).
     round_samples: u32,
+    /// Recent-weighted mean of the current round's RTT samples (weight
+    /// 1/4), in seconds: the RTT at the round's end.
+    round_tail_rtt: Option<f64>,
+    /// When the current round began.
+    round_start: Option<Instant>,
+    /// Bytes acknowledged in the current round.
+    round_acked: usize,
+    /// Paper slow start: whether the current round grows the window.
+    ss_growing: bool,
+    /// EXPERIMENT
+    stat: u8,
     /// `diff` of the last adjustment, in packets.
     last_diff: f64,
 }
@@ -95,27 +173,99 @@ impl Vegas {
             rounds: RoundTracker::default(),
             base_rtt: None,
             round_min_rtt: None,
+            round_rtt_sum: Duration::ZERO,
+            round_tail_rtt: None,
+            round_start: None,
+            round_acked: 0,
             round_samples: 0,
+            ss_growing: false,
+            stat: std::env::var("VEGAS_SS_STAT").ok().and_then(|v| v.parse().ok()).unwrap_or(1),
             last_diff: 0.0,
         }
     }
 
-    /// `diff` (truncated) and `target` in packets for a window of `cwnd`
-    /// bytes, as Linux computes them; exact integer arithmetic on
-    /// nanoseconds so that e.g. 20 packets at 120/100 ms give exactly 4.
+    /// `diff` and `target` in packets for a window of `cwnd` bytes, as Linux
+    /// computes them but without truncating `diff`: with `RTT` below
+    /// `baseRTT` there is no queue and `diff` is 0.
     pub fn diff_and_target(cwnd: usize, mss: usize, base: Duration, rtt: Duration) -> (f64, f64) {
-        let base_ns = base.as_nanos().max(1);
-        let rtt_ns = rtt.as_nanos().max(base_ns);
-        let cwnd = cwnd as u128;
-        let mss = mss.max(1) as u128;
-        let diff = cwnd.saturating_mul(rtt_ns - base_ns) / (base_ns.saturating_mul(mss));
-        let target = cwnd as f64 / mss as f64 * base_ns as f64 / rtt_ns as f64;
-        (diff.min(u32::MAX as u128) as f64, target)
+        let base_ns = base.as_nanos().max(1) as f64;
+        let rtt_ns = (rtt.as_nanos() as f64).max(base_ns);
+        let pkts = cwnd as f64 / mss.max(1) as f64;
+        let diff = pkts * (rtt_ns - base_ns) / base_ns;
+        let target = pkts * base_ns / rtt_ns;
+        (diff, target)
     }
 
     /// The once-per-RTT adjustment (Linux `tcp_vegas_cong_avoid`, the
-    /// `after(ack, beg_snd_nxt)` block).
-    fn end_of_round(&mut self, ack: &AckEvent) {
+    /// `after(ack, beg_snd_nxt)` block; ns-2's "once per-rtt actions").
+    fn end_of_round(&mut self, ack: &AckEvent, now: Instant) {
+        if self.in_slow_start() && self.cfg.slow_start == SlowStart::Paper {
+            self.paper_slow_start_round(ack, now);
+        } else {
+            self.linux_round(ack);
+        }
+        self.round_samples = 0;
+        self.round_min_rtt = None;
+        self.round_rtt_sum = Duration::ZERO;
+        self.round_tail_rtt = None;
+        self.round_start = Some(now);
+        self.round_acked = 0;
+        if !self.in_slow_start() {
+            // A later slow start (after persistent congestion) begins by
+            // measuring, like the first.
+            self.ss_growing = false;
+        }
+    }
+
+    /// End of a round of the paper's slow start (module docs).
+    fn paper_slow_start_round(&mut self, ack: &AckEvent, now: Instant) {
+        if self.ss_growing {
+            // This ACK is the growing round's last; the next round holds.
+            self.reno.grow(ack);
+            self.ss_growing = false;
+            return;
+        }
+        let mss = self.reno.mss as f64;
+        let cwnd_pkts = self.reno.cwnd as f64 / mss;
+        let diff = match (self.round_min_rtt, self.base_rtt, self.round_tail_rtt) {
+            (Some(min), Some(base), Some(tail)) if self.round_samples > 2 => {
+                let mean = self.round_rtt_sum / self.round_samples;
+                let tail = Duration::from_secs_f64(tail);
+                match self.stat {
+                    0 => Self::diff_and_target(self.reno.cwnd, self.reno.mss, base, mean).0,
+                    2 => Self::diff_and_target(self.reno.cwnd, self.reno.mss, min, mean).0,
+                    3 => Self::diff_and_target(self.reno.cwnd, self.reno.mss, base, tail).0,
+                    _ => Self::diff_and_target(self.reno.cwnd, self.reno.mss, min, tail).0,
+                }
+            }
+            _ => 0.0,
+        };
+        self.last_diff = diff;
+        if diff > self.cfg.gamma {
+            // ns-2: `cwnd_ -= cwnd_ / 8; ssthresh_ = 2`; and no higher than
+            // the round's delivery rate times baseRTT (at least half).
+            let secs = self
+                .round_start
+                .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
+            let target = match self.base_rtt {
+                Some(base) if secs > 0.0 => {
+                    self.round_acked as f64 / secs * base.as_secs_f64() / mss
+                }
+                _ => cwnd_pkts,
+            };
+            let cwnd = (cwnd_pkts * 7.0 / 8.0)
+                .min(target.max(cwnd_pkts / 2.0))
+                .max(2.0);
+            self.reno.cwnd = (cwnd * mss) as usize;
+            self.set_ssthresh_pkts((self.reno.ssthresh as f64 / mss).min(cwnd - 1.0));
+            self.reno.ssthresh = self.reno.ssthresh.max(self.reno.cwnd / 4 * 3);
+        } else {
+            self.ss_growing = true;
+        }
+    }
+
+    /// End of a round in avoidance, or of Linux's slow start.
+    fn linux_round(&mut self, ack: &AckEvent) {
         let mss = self.reno.mss as f64;
         match (self.base_rtt, self.round_min_rtt) {
             (Some(base), Some(rtt)) if self.round_samples > 2 => {
@@ -123,7 +273,7 @@ impl Vegas {
                 let (diff, target) =
                     Self::diff_and_target(self.reno.cwnd, self.reno.mss, base, rtt);
                 self.last_diff = diff;
-                let slow_start = self.reno.cwnd < self.reno.ssthresh;
+                let slow_start = self.in_slow_start();
                 let mut cwnd = cwnd_pkts;
                 if diff > self.cfg.gamma && slow_start {
                     cwnd = cwnd.min(target.floor() + 1.0);
@@ -144,14 +294,17 @@ impl Vegas {
             }
             _ => self.reno.grow(ack),
         }
-        self.round_samples = 0;
-        self.round_min_rtt = None;
     }
 
     /// Changes alpha and beta (SMCC tunes them while running).
     pub fn set_thresholds(&mut self, alpha: f64, beta: f64) {
         self.cfg.alpha = alpha;
         self.cfg.beta = beta;
+    }
+
+    /// Current (alpha, beta).
+    pub fn thresholds(&self) -> (f64, f64) {
+        (self.cfg.alpha, self.cfg.beta)
     }
 
     /// Completed round trips.
@@ -185,8 +338,12 @@ impl CongestionController for Vegas {
             let sample = sample + Duration::from_micros(1);
             self.base_rtt = Some(self.base_rtt.map_or(sample, |b| b.min(sample)));
             self.round_min_rtt = Some(self.round_min_rtt.map_or(sample, |m| m.min(sample)));
+            self.round_rtt_sum = self.round_rtt_sum.saturating_add(sample);
+            let x = sample.as_secs_f64();
+            self.round_tail_rtt = Some(self.round_tail_rtt.map_or(x, |t| t + (x - t) / 4.0));
             self.round_samples += 1;
         }
+        self.round_acked = self.round_acked.saturating_add(ack.acked_bytes);
         let largest = ack.acked.last().map(|p| p.pkt_num);
         let round_ended = largest.is_some_and(|pn| self.rounds.on_ack(ack.space, pn));
 
@@ -196,8 +353,10 @@ impl CongestionController for Vegas {
             return;
         }
         if round_ended {
-            self.end_of_round(ack);
-        } else if self.reno.cwnd < self.reno.ssthresh {
+            self.end_of_round(ack, now);
+        } else if self.in_slow_start()
+            && (self.cfg.slow_start == SlowStart::Linux || self.ss_growing)
+        {
             self.reno.grow(ack);
         }
     }
@@ -208,16 +367,22 @@ impl CongestionController for Vegas {
 
     fn on_persistent_congestion(&mut self, now: Instant) {
         self.reno.on_persistent_congestion(now);
+        self.ss_growing = false;
     }
 
     fn on_mtu_change(&mut self, max_datagram_size: usize) {
         self.reno.on_mtu_change(max_datagram_size);
     }
 
-    fn on_restart_after_idle(&mut self, _idle: Duration, _now: Instant) {
+    fn on_restart_after_idle(&mut self, _idle: Duration, now: Instant) {
         self.base_rtt = None;
         self.round_min_rtt = None;
+        self.round_rtt_sum = Duration::ZERO;
+        self.round_tail_rtt = None;
+        self.round_start = Some(now);
+        self.round_acked = 0;
         self.round_samples = 0;
+        self.ss_growing = false;
     }
 
     fn congestion_window(&self) -> usize {

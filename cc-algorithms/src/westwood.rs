@@ -23,6 +23,11 @@
 //!   would then fall to 2 packets. Here the reduction is NewReno's halving
 //!   until an estimate exists, so an early loss does not stall the flow.
 //! - Growth and recovery periods are NewReno's.
+//! - `filter=` picks the bandwidth filter as for DCM and DCM+: 0 (the
+//!   default) is Linux's above; 1 is ns-3's original Westwood (per-ACK
+//!   samples, Tustin filter) and 2 ns-3's Westwood+ (one sample per RTT),
+//!   so the DCM+ paper's Westwood vs Westwood+ comparison, run in ns-3,
+//!   can be run with ns-3's two filters.
 
 use std::time::{Duration, Instant};
 
@@ -31,12 +36,23 @@ use quiche::cc::{
     SentPacket,
 };
 
-use crate::estimators::WestwoodBwFilter;
+use crate::estimators::{WestwoodEstimator, WestwoodFilterKind};
 use crate::newreno::{delegate_window_to_reno, NewReno};
 
-/// Westwood+ has no tunables; the config is the factory.
-#[derive(Debug, Clone, Default)]
-pub struct WestwoodConfig {}
+/// Westwood+'s one tunable: its bandwidth filter.
+#[derive(Debug, Clone)]
+pub struct WestwoodConfig {
+    /// The bandwidth filter (Linux's by default).
+    pub filter: WestwoodFilterKind,
+}
+
+impl Default for WestwoodConfig {
+    fn default() -> Self {
+        WestwoodConfig {
+            filter: WestwoodFilterKind::Linux,
+        }
+    }
+}
 
 impl CongestionControllerFactory for WestwoodConfig {
     fn name(&self) -> &str {
@@ -44,7 +60,7 @@ impl CongestionControllerFactory for WestwoodConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Westwood::new(config))
+        Box::new(Westwood::with_filter(self.filter, config))
     }
 }
 
@@ -53,7 +69,7 @@ impl CongestionControllerFactory for WestwoodConfig {
 pub struct Westwood {
     reno: NewReno,
     /// Bandwidth estimator.
-    bw: WestwoodBwFilter,
+    bw: WestwoodEstimator,
     /// Latest RTT sample.
     rtt: Duration,
     /// Minimum RTT since the last reset.
@@ -61,11 +77,16 @@ pub struct Westwood {
 }
 
 impl Westwood {
-    /// A controller for a new path.
+    /// A controller for a new path (Linux's filter).
     pub fn new(config: &ControllerConfig) -> Self {
+        Self::with_filter(WestwoodFilterKind::Linux, config)
+    }
+
+    /// A controller for a new path with the bandwidth filter `filter`.
+    pub fn with_filter(filter: WestwoodFilterKind, config: &ControllerConfig) -> Self {
         Westwood {
             reno: NewReno::new(config),
-            bw: WestwoodBwFilter::new(),
+            bw: WestwoodEstimator::new(filter),
             rtt: Duration::ZERO,
             rtt_min: None,
         }
@@ -152,6 +173,35 @@ mod tests {
         // Each ACK carried 12000 bytes one RTT after the previous one:
         // the estimate converges towards 120 kB/s.
         assert!((bwe - 120_000.0).abs() / 120_000.0 < 0.25, "{bwe}");
+    }
+
+    #[test]
+    fn filter_parameter_picks_the_estimator() {
+        for spec in ["westwood+", "westwood+:filter=1", "westwood+:filter=2"] {
+            assert!(crate::registry::parse(spec).is_ok(), "{spec}");
+        }
+        assert!(crate::registry::parse("westwood+:filter=3").is_err());
+        assert_eq!(
+            WestwoodConfig::default().filter,
+            WestwoodFilterKind::Linux,
+            "Linux's filter stays the default"
+        );
+        // Every filter yields an estimate and a loss response.
+        for kind in [
+            WestwoodFilterKind::Ns3Westwood,
+            WestwoodFilterKind::Ns3WestwoodPlus,
+        ] {
+            let mut d = Driver::new(Westwood::with_filter(kind, &crate::testing::config()));
+            assert_eq!(d.cc.bw.kind(), kind);
+            d.rtt = Duration::from_millis(100);
+            for _ in 0..20 {
+                d.send(10, MSS, false);
+                d.ack(10, false);
+            }
+            assert!(d.cc.bw.estimate() > 0.0, "{kind:?}");
+            d.lose(1, true);
+            assert!(d.cc.congestion_window() >= 2 * MSS);
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use crate::bottleneck::{Sample, SampleWriter};
 use crate::link::units::format_duration_ns;
-use crate::link::{Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit};
+use crate::link::{Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit, Sched};
 use crate::netns::{self, NetnsError, Topology};
 
 /// Why the netem backend cannot run.
@@ -118,6 +118,21 @@ fn pct(p: f64) -> String {
 
 fn tc_rate(bps: f64) -> String {
     format!("{}bit", bps.round() as u64)
+}
+
+/// Why the kernel path cannot serve `link`'s queues, if it cannot: only
+/// `sched = "fifo"` is implemented here (the class-based `fq` and `wfq`
+/// are the userspace emulator's).
+pub fn unsupported_sched(link: &LinkSpec) -> Option<NetemError> {
+    [Dir::Up, Dir::Down].into_iter().find_map(|dir| {
+        let s = link.dir(dir).sched;
+        (s != Sched::Fifo).then(|| {
+            NetemError::Unsupported(format!(
+                "link.{dir}.sched: `{}` is not supported on --link netem yet (the kernel path has one FIFO queue per direction)",
+                s.as_str()
+            ))
+        })
+    })
 }
 
 /// True if direction `d` needs netem at all.
@@ -339,6 +354,9 @@ impl NetemLink {
         mtu: u64,
         impairments: bool,
     ) -> Result<NetemLink, NetemError> {
+        if let Some(e) = unsupported_sched(link) {
+            return Err(e);
+        }
         for dir in [Dir::Up, Dir::Down] {
             let d = link.dir(dir);
             if d.trace.is_some() {
@@ -574,6 +592,23 @@ mod tests {
         let _ = CoDelParams::default();
         let bf = spec("queue = \"1bdp\"\naqm = \"droptail\"\n[up]\nqueue = \"50kb\"");
         assert!(line(&shaper_args("r", "rs0", &bf, Dir::Up, 1500)[0]).ends_with("limit 51200"));
+    }
+
+    #[test]
+    fn class_schedulers_are_refused_with_the_field() {
+        let mut l = LinkSpec::default();
+        assert!(unsupported_sched(&l).is_none());
+        l.down.sched = Sched::Wfq;
+        let e = unsupported_sched(&l).unwrap().to_string();
+        assert!(
+            e.contains("link.down.sched: `wfq` is not supported on --link netem yet")
+                && e.contains("--link emu"),
+            "{e}"
+        );
+        // Refused before any namespace is made.
+        let caps = Caps::default();
+        let e = NetemLink::setup(&l, &caps, 1500, false).err().unwrap();
+        assert!(e.to_string().contains("sched"), "{e}");
     }
 
     #[test]

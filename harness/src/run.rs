@@ -617,7 +617,8 @@ fn run_rep(
     let seed = sc.seed + rep as u64 - 1;
     let mut link = sc.link.clone();
     link.seed = seed;
-    let flows = sc.expanded_flows();
+    // Each flow with its start in this repetition (`start_jitter`).
+    let flows = sc.rep_flows(seed);
 
     // Servers: one per flow, as separate hosts would be. Sharing one server
     // process between flows couples their sending (one event loop, one
@@ -712,7 +713,8 @@ fn run_rep(
     let overhead_setup = setup_t.elapsed();
     let mut crosses = Vec::new();
     if let Some(e) = &emu {
-        for (i, (c, t)) in sc.cross.iter().zip(cross_targets).enumerate() {
+        let rep_cross = sc.rep_cross(seed);
+        for (i, (c, t)) in rep_cross.iter().zip(cross_targets).enumerate() {
             crosses.push(Cross::start(c, e.listen_addrs()[servers.len() + i], t, t0)?);
         }
     }
@@ -739,7 +741,7 @@ fn run_rep(
             && now >= t0 + Duration::from_nanos(flows[pending[next].0].1.start_ns)
         {
             let (i, _) = pending[next];
-            let f = flows[i].1;
+            let f = &flows[i].1;
             let fdir = dir.join(format!("flow-{i}"));
             std::fs::create_dir_all(&fdir)?;
             let server = i;
@@ -892,19 +894,20 @@ pub fn collect_rep(
     counters: Option<&[crate::emu::Counters; 2]>,
     active_s: f64,
 ) -> RepResult {
-    let flows = sc.expanded_flows();
+    // Each flow as it ran in this repetition: its jittered start.
+    let flows = sc.rep_flows(seed);
     // Results per flow.
     let mut results = Vec::new();
     for c in ended {
         let i = c.flow;
-        let (g, f) = flows[i];
+        let (g, f) = &flows[i];
         let report: serde_json::Value = std::fs::read(c.dir.join("client.json"))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(serde_json::Value::Null);
         let mut r = FlowResult {
             index: i,
-            group: g,
+            group: *g,
             cc: f.cc.clone(),
             direction: f.direction.as_str().into(),
             start_s: f.start_ns as f64 / 1e9,

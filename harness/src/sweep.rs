@@ -438,9 +438,9 @@ mod tests {
 
     #[test]
     fn bad_points_are_refused_at_load() {
-        let e = sweep("[grid]\n\"flows.0.cc\" = [\"cubic\", \"tahoe\"]\n").unwrap_err();
+        let e = sweep("[grid]\n\"flows.0.cc\" = [\"cubic\", \"nosuchcc\"]\n").unwrap_err();
         assert!(
-            e.to_string().contains("point 1") && e.to_string().contains("tahoe"),
+            e.to_string().contains("point 1") && e.to_string().contains("nosuchcc"),
             "{e}"
         );
         let e = sweep("grd = 1\n").unwrap_err();

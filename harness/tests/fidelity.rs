@@ -158,12 +158,12 @@ fn bad_scenarios_are_refused_before_anything_starts() {
     );
     assert!(!out.exists() && !out.with_extension("partial").exists());
     let o = cclab()
-        .args(["run", "--cc", "tahoe", "--out"])
+        .args(["run", "--cc", "nosuchcc", "--out"])
         .arg(&out)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("tahoe"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nosuchcc"));
 }
 
 #[test]

@@ -8,7 +8,11 @@ use std::time::Instant;
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
 use tokio::io::Interest;
 
-use crate::{Next, MAX_DATAGRAM_SIZE, PACING_SLACK};
+use crate::{Next, MAX_DATAGRAM_SIZE, MAX_MTU, PACING_SLACK};
+
+/// Most UDP payload bytes one GSO send carries (below the 65 507 an IPv4
+/// datagram can hold; 48 default-size packets).
+const MAX_GSO_BYTES: usize = 48 * MAX_DATAGRAM_SIZE;
 
 /// A UDP socket that sends with segmentation offload when the kernel has it.
 pub struct Socket {
@@ -123,7 +127,8 @@ pub async fn flush(
     let mut dest: Option<SocketAddr> = None;
     let mut count = 0;
     let mut pace_until = None;
-    let mut buf = [0u8; MAX_DATAGRAM_SIZE];
+    // Room for the largest payload `set_mtu` allows.
+    let mut buf = [0u8; MAX_MTU];
     loop {
         let (n, info) = match crate::next_packet(conn, &mut buf, Instant::now(), PACING_SLACK) {
             Next::Packet(n, info) => (n, info),
@@ -133,7 +138,10 @@ pub async fn flush(
             }
             Next::Idle => break,
         };
-        let fits = dest == Some(info.to) && n <= segment && count < max;
+        let fits = dest == Some(info.to)
+            && n <= segment
+            && count < max
+            && batch.len() + n <= MAX_GSO_BYTES;
         if !fits && !batch.is_empty() {
             socket.send(dest.unwrap(), batch, segment).await?;
             batch.clear();

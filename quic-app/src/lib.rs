@@ -16,13 +16,47 @@
 pub mod client;
 #[cfg(feature = "tokio")]
 pub mod io;
+pub mod rate;
 pub mod server;
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-/// Largest UDP payload we send or accept.
+/// Largest UDP payload we send or accept, unless [`set_mtu`] says otherwise.
 pub const MAX_DATAGRAM_SIZE: usize = 1350;
+
+/// The smallest UDP payload limit [`set_mtu`] accepts: QUIC (RFC 9000
+/// §14) requires paths to carry UDP payloads of at least 1200 bytes.
+pub const MIN_MTU: usize = 1200;
+
+/// The largest UDP payload limit [`set_mtu`] accepts (and the size of the
+/// buffers packets are built in).
+pub const MAX_MTU: usize = 1500;
+
+/// `mtu` if [`set_mtu`] accepts it, else why not (the value and the range).
+pub fn check_mtu(mtu: usize) -> Result<usize, String> {
+    if (MIN_MTU..=MAX_MTU).contains(&mtu) {
+        Ok(mtu)
+    } else {
+        Err(format!(
+            "`{mtu}` is not a UDP payload size from {MIN_MTU} to {MAX_MTU} bytes; QUIC (RFC 9000 §14) does not allow UDP payloads below 1200 bytes"
+        ))
+    }
+}
+
+/// Limits the UDP payloads of connections made with `c` to `mtu` bytes in
+/// both directions: our own sending, and (through the
+/// `max_udp_payload_size` transport parameter) the peer's. quiche sends at
+/// most the smaller of its own limit and the peer's parameter, so setting
+/// this on either end caps the data sender's packets at `mtu`; raising it
+/// above the default 1350 takes both ends. Errors outside
+/// [`MIN_MTU`]`..=`[`MAX_MTU`].
+pub fn set_mtu(c: &mut quiche::Config, mtu: usize) -> Result<(), String> {
+    check_mtu(mtu)?;
+    c.set_max_recv_udp_payload_size(mtu);
+    c.set_max_send_udp_payload_size(mtu);
+    Ok(())
+}
 
 /// Packets whose pacing release time is closer than this are built now by
 /// the socket path: its timer ([`io::Timer`]) wakes within the kernel's

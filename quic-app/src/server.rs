@@ -1,6 +1,10 @@
 //! The server side: accepts connections and answers `GET /bytes/<N>` with
 //! N bytes of generated data (no file system access) and `POST /upload`
 //! with the body's byte count; everything else is 404.
+//!
+//! `GET /bytes/<N>?rate=<BPS>` writes the body no faster than BPS bit/s
+//! ([`crate::rate`]): the connection is then application-limited below
+//! that rate. A malformed rate is answered with 400.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -9,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use quiche::h3::NameValue;
 
+use crate::rate::{rate_from_path, RateLimit};
 use crate::QlogLevel;
 
 /// Counters, for tests and logs.
@@ -51,6 +56,24 @@ enum Body {
 struct Response {
     headers: Option<Vec<quiche::h3::Header>>,
     body: Body,
+    /// The body's rate limit, if the request asked for one.
+    limit: Option<RateLimit>,
+    /// When the rate limit lets the body go on (`None`: not held by it).
+    wake: Option<Instant>,
+}
+
+impl Response {
+    fn fixed(status: &str, body: Vec<u8>) -> Response {
+        Response {
+            headers: Some(vec![
+                header(":status", status),
+                header("content-length", &body.len().to_string()),
+            ]),
+            body: Body::Fixed(body, 0),
+            limit: None,
+            wake: None,
+        }
+    }
 }
 
 /// One accepted connection.
@@ -133,11 +156,16 @@ impl ServerApp {
         }
     }
 
-    /// When [`process`](Self::process) or sending must run next.
+    /// When [`process`](Self::process) or sending must run next: a
+    /// connection's timer or pacing, or a rate-limited body's next write.
     pub fn timeout(&self) -> Option<Instant> {
         self.peers
             .values()
-            .flat_map(|p| [p.conn.timeout_instant(), p.pace_until])
+            .flat_map(|p| {
+                [p.conn.timeout_instant(), p.pace_until]
+                    .into_iter()
+                    .chain(p.responses.values().map(|r| r.wake))
+            })
             .flatten()
             .min()
     }
@@ -250,7 +278,7 @@ impl ServerApp {
                     }
                 }
             }
-            self.stats.requests += serve(p);
+            self.stats.requests += serve(p, now);
         }
         self.reap();
     }
@@ -280,9 +308,9 @@ fn header(name: &str, value: &str) -> quiche::h3::Header {
     quiche::h3::Header::new(name.as_bytes(), value.as_bytes())
 }
 
-/// Handles a peer's HTTP/3 events and writes pending responses; returns
-/// the number of requests answered.
-fn serve(peer: &mut Peer) -> u64 {
+/// Handles a peer's HTTP/3 events and writes pending responses at `now`;
+/// returns the number of requests answered.
+fn serve(peer: &mut Peer, now: Instant) -> u64 {
     let Some(h3) = peer.h3.as_mut() else {
         return 0;
     };
@@ -301,28 +329,30 @@ fn serve(peer: &mut Peer) -> u64 {
                     get(":method").unwrap_or_default(),
                     get(":path").unwrap_or_default(),
                 );
-                let size = path
+                // The query matters to downloads only (`rate`); an upload's
+                // rate is the client's to apply.
+                let route = path.split_once('?').map_or(path.as_str(), |(p, _)| p);
+                let size = route
                     .strip_prefix("/bytes/")
                     .and_then(|n| n.parse::<u64>().ok());
-                let response = match (method.as_str(), size, path.as_str()) {
-                    ("GET", Some(n), _) => Some(Response {
-                        headers: Some(vec![
-                            header(":status", "200"),
-                            header("content-length", &n.to_string()),
-                        ]),
-                        body: Body::Generated(n),
+                let response = match (method.as_str(), size, route) {
+                    ("GET", Some(n), _) => Some(match rate_from_path(&path) {
+                        Ok(rate) => Response {
+                            headers: Some(vec![
+                                header(":status", "200"),
+                                header("content-length", &n.to_string()),
+                            ]),
+                            body: Body::Generated(n),
+                            limit: rate.map(RateLimit::new),
+                            wake: None,
+                        },
+                        Err(e) => Response::fixed("400", format!("{e}\n").into_bytes()),
                     }),
                     ("POST", _, "/upload") => {
                         peer.uploads.insert(id, 0);
                         None
                     }
-                    _ => Some(Response {
-                        headers: Some(vec![
-                            header(":status", "404"),
-                            header("content-length", "10"),
-                        ]),
-                        body: Body::Fixed(b"not found\n".to_vec(), 0),
-                    }),
+                    _ => Some(Response::fixed("404", b"not found\n".to_vec())),
                 };
                 if let Some(r) = response {
                     peer.responses.insert(id, r);
@@ -339,16 +369,7 @@ fn serve(peer: &mut Peer) -> u64 {
             Ok((id, quiche::h3::Event::Finished)) => {
                 if let Some(count) = peer.uploads.remove(&id) {
                     let body = format!("{count}\n").into_bytes();
-                    peer.responses.insert(
-                        id,
-                        Response {
-                            headers: Some(vec![
-                                header(":status", "200"),
-                                header("content-length", &body.len().to_string()),
-                            ]),
-                            body: Body::Fixed(body, 0),
-                        },
-                    );
+                    peer.responses.insert(id, Response::fixed("200", body));
                     answered += 1;
                 }
             }
@@ -364,19 +385,28 @@ fn serve(peer: &mut Peer) -> u64 {
             }
         }
     }
+    if conn.is_draining() || conn.is_closed() {
+        // Nothing more goes out: no more waking up for rate-limited bodies.
+        for r in peer.responses.values_mut() {
+            r.wake = None;
+        }
+        return answered;
+    }
     peer.responses
-        .retain(|&id, r| write_response(h3, conn, id, r));
+        .retain(|&id, r| write_response(h3, conn, id, r, now));
     answered
 }
 
-/// Writes as much of a response as flow and congestion control allow;
-/// false once it is complete or failed.
+/// Writes as much of a response as flow and congestion control (and its
+/// rate limit) allow at `now`; false once it is complete or failed.
 fn write_response(
     h3: &mut quiche::h3::Connection,
     conn: &mut quiche::Connection,
     id: u64,
     r: &mut Response,
+    now: Instant,
 ) -> bool {
+    r.wake = None;
     if let Some(headers) = &r.headers {
         let empty = matches!(r.body, Body::Generated(0))
             || matches!(&r.body, Body::Fixed(b, _) if b.is_empty());
@@ -392,7 +422,16 @@ fn write_response(
     loop {
         let (chunk, last): (&[u8], bool) = match &r.body {
             Body::Generated(left) => {
-                let n = (*left).min(BODY.len() as u64) as usize;
+                let mut n = (*left).min(BODY.len() as u64);
+                if let Some(limit) = r.limit.as_mut() {
+                    n = limit.allowed(now, n);
+                    if n == 0 {
+                        // Held by the rate limit: come back when it allows.
+                        r.wake = Some(limit.next_write(now, *left));
+                        return true;
+                    }
+                }
+                let n = n as usize;
                 (&BODY[..n], *left == n as u64)
             }
             Body::Fixed(b, off) => (&b[*off..], true),
@@ -400,6 +439,9 @@ fn write_response(
         let len = chunk.len();
         match h3.send_body(conn, id, chunk, last) {
             Ok(written) => {
+                if let Some(limit) = r.limit.as_mut() {
+                    limit.consume(written as u64);
+                }
                 match &mut r.body {
                     Body::Generated(left) => *left -= written as u64,
                     Body::Fixed(_, off) => *off += written,

@@ -42,6 +42,9 @@ pub struct ClientConfig {
     pub print_intervals: bool,
     /// Give up when nothing completes within this long.
     pub timeout: Duration,
+    /// Largest UDP payload to send and to accept, bytes (1200..=1500; see
+    /// [`quic_app::set_mtu`]); `None`: the default, 1350.
+    pub mtu: Option<usize>,
 }
 
 /// Bad input, found before anything is sent.
@@ -114,6 +117,9 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     let mut config = quic_app::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
     config.verify_peer(false);
     cfg.cc.apply(&mut config);
+    if let Some(mtu) = cfg.mtu {
+        quic_app::set_mtu(&mut config, mtu).map_err(|e| anyhow::anyhow!("mtu: {e}"))?;
+    }
     let scid = quic_app::random_cid();
     let mut conn = quiche::connect(
         Some(&host),

@@ -94,6 +94,7 @@ fn ctrl_c_closes_the_connection_and_both_qlogs_are_complete() {
             max_connections: 10,
             idle_timeout: std::time::Duration::from_secs(5),
             verbose: false,
+            mtu: None,
         }))
         .unwrap();
     let addr = server.local_addr();

@@ -2,8 +2,9 @@
 //! experiments: the socket loop around [`quic_app::server::ServerApp`].
 //!
 //! Routes: `GET /bytes/<N>` streams N bytes of generated data (no file
-//! system access); `POST /upload` discards the body and answers with its
-//! byte count; everything else is 404.
+//! system access), no faster than BPS bit/s with `?rate=<BPS>`;
+//! `POST /upload` discards the body and answers with its byte count;
+//! everything else is 404.
 //!
 //! One server uses one congestion-control algorithm for the data it sends
 //! (`--cc`). Several flows with different algorithms through one bottleneck
@@ -48,6 +49,9 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Log each connection's end to stderr.
     pub verbose: bool,
+    /// Largest UDP payload to send and to accept, bytes (1200..=1500; see
+    /// [`quic_app::set_mtu`]); `None`: the default, 1350.
+    pub mtu: Option<usize>,
 }
 
 /// The server.
@@ -72,6 +76,9 @@ impl Server {
             .map_err(|e| anyhow::anyhow!("cannot load private key {}: {e}", key.display()))?;
         config.set_max_idle_timeout(settings.idle_timeout.as_millis() as u64);
         settings.cc.apply(&mut config);
+        if let Some(mtu) = settings.mtu {
+            quic_app::set_mtu(&mut config, mtu).map_err(|e| anyhow::anyhow!("mtu: {e}"))?;
+        }
         let socket = Socket::bind(settings.listen).await?;
         let mut cid_key = [0u8; 32];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut cid_key)

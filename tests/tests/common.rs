@@ -46,6 +46,7 @@ pub async fn start_server_with_limit(
         max_connections,
         idle_timeout: Duration::from_secs(5),
         verbose: false,
+        mtu: None,
     })
     .await
     .expect("server binds");
@@ -74,6 +75,7 @@ pub fn client_config(url: &str) -> ClientConfig {
         interval: Some(Duration::from_millis(200)),
         print_intervals: false,
         timeout: Duration::from_secs(10),
+        mtu: None,
     }
 }
 

@@ -996,7 +996,10 @@ fn papers_root(a: &ReproduceArgs) -> PathBuf {
     if here.is_dir() {
         return here;
     }
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/reproduce"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../scenarios/reproduce"
+    ))
 }
 
 fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
@@ -1027,7 +1030,12 @@ fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
     if a.list {
         for (name, dir) in &chosen {
             let m = reproduce::manifest::Manifest::load(dir).unwrap_or_else(|e| bad_input(e));
-            println!("{name}: {} ({} claims, {} experiments)", m.title, m.claims.len(), m.experiments.len());
+            println!(
+                "{name}: {} ({} claims, {} experiments)",
+                m.title,
+                m.claims.len(),
+                m.experiments.len()
+            );
             for c in &m.claims {
                 println!("  {:<28} {:<28} {}", c.id, c.source, c.statement);
             }
@@ -1041,7 +1049,9 @@ fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
         other => bad_input(format!("--link: `{other}` is not one of sim, emu, netem")),
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = a.jobs.unwrap_or(if backend == Backend::Sim { cores } else { 1 });
+    let jobs = a
+        .jobs
+        .unwrap_or(if backend == Backend::Sim { cores } else { 1 });
     if jobs == 0 || jobs > 64 {
         bad_input(format!("--jobs: {jobs} is not from 1 to 64"));
     }

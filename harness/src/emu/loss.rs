@@ -1,5 +1,14 @@
 //! Random loss before the queue: independent (Bernoulli) or bursty
 //! (Gilbert-Elliott), as netem's `loss random` and `loss gemodel`.
+//!
+//! `Random(p)` is a per-packet error rate: each packet, whatever its
+//! size, is lost with probability `p`, independently — the semantics of
+//! ns-3's `RateErrorModel` with `ERROR_UNIT_PACKET` (a uniform draw per
+//! packet compared with the rate). One difference: ns-3 applies its error
+//! model at the receiving device, after the packet has used the link's
+//! time, while a packet lost here never reaches the queue; at an error
+//! rate `p` a saturated link therefore has about `p` more capacity left
+//! for the surviving packets than in ns-3.
 
 use super::rng::Rng;
 use crate::link::LossModel;

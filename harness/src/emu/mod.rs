@@ -9,7 +9,8 @@
 //! namespace ([`EmuConfig::netns`]).
 //!
 //! Each direction is a [`pipeline::Direction`]: loss, duplication, queue +
-//! AQM, serialization, delay + jitter, reordering, one element per file,
+//! AQM (one FIFO, or deficit round robin over per-class queues:
+//! [`sched`]), serialization, delay + jitter, reordering, one element per file,
 //! each driven by explicit times so it is testable alone with a fake
 //! clock. The emulator's own thread keeps time with `CLOCK_MONOTONIC`,
 //! sleeps in `ppoll` with a 1 ns timer slack (high-resolution timers, not
@@ -26,6 +27,7 @@ pub mod red;
 pub mod reorder;
 pub mod rng;
 mod runtime;
+pub mod sched;
 pub mod serializer;
 
 pub use packet::{DropReason, Packet};

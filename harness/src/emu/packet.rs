@@ -7,6 +7,10 @@ pub struct Packet {
     pub data: Vec<u8>,
     /// Which flow (client, route) it belongs to.
     pub flow: u16,
+    /// Which traffic class a `wfq` scheduler puts it in: the scenario's
+    /// flow or cross source it belongs to (the emulator's route, the
+    /// simulator's flow index). `fq` classifies by `flow` instead.
+    pub class: u16,
     /// When it reached the emulator, ns on the emulator's clock.
     pub arrival_ns: u64,
 }
@@ -17,6 +21,7 @@ impl Packet {
         Packet {
             data: vec![0; size],
             flow,
+            class: flow,
             arrival_ns,
         }
     }
@@ -38,7 +43,8 @@ impl Packet {
 pub enum DropReason {
     /// The random or Gilbert-Elliott loss element.
     Loss = 1,
-    /// The queue was full (drop-tail, or RED's hard limit).
+    /// The queue was full (drop-tail, or RED's hard limit); with `fq` and
+    /// `wfq`, the arriving packet's own class queue was full.
     QueueFull = 2,
     /// RED dropped it early.
     Red = 3,

@@ -1,7 +1,7 @@
 //! One direction of the emulated link: the elements in order.
 //!
 //! ```text
-//! arrive → loss → duplicate → queue (+ AQM) → serializer → delay + jitter → (reorder) → deliver
+//! arrive → loss → duplicate → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → deliver
 //! ```
 //!
 //! Time is virtual: every step happens at the time it would on a real link
@@ -18,9 +18,9 @@ use super::delay::Delay;
 use super::duplicate::Duplicate;
 use super::loss::Loss;
 use super::packet::{DropReason, Packet};
-use super::queue::Queue;
 use super::reorder::Reorder;
 use super::rng::Rng;
+use super::sched::{ClassQueue, Scheduler};
 use super::serializer::Serializer;
 use crate::bottleneck::{Kind, Record, Sample, Sink};
 use crate::link::{Dir, LinkSpec};
@@ -89,7 +89,7 @@ pub struct Direction {
     dir: Dir,
     loss: Loss,
     duplicate: Duplicate,
-    queue: Queue,
+    queue: Scheduler,
     serializer: Serializer,
     delay: Delay,
     reorder: Reorder,
@@ -101,8 +101,17 @@ pub struct Direction {
 
 impl Direction {
     /// The pipeline for direction `dir` of `link`; `mtu` sizes packet-count
-    /// queue limits in bytes.
+    /// queue limits in bytes. With `sched = "wfq"` every class has weight 1.
     pub fn new(link: &LinkSpec, dir: Dir, mtu: u64) -> Direction {
+        Direction::with_weights(link, dir, mtu, &[])
+    }
+
+    /// The pipeline for direction `dir` of `link`, where `weights[c]` is
+    /// the weight of class `c` ([`Packet::class`]) when the direction's
+    /// scheduler is `wfq` (a class without one gets the smallest weight).
+    /// `mtu` sizes packet-count queue limits in bytes and is the DRR
+    /// quantum of the lightest class.
+    pub fn with_weights(link: &LinkSpec, dir: Dir, mtu: u64, weights: &[f64]) -> Direction {
         let s = link.dir(dir);
         // Each element gets its own stream, so changing one parameter does
         // not reshuffle the others' choices.
@@ -115,12 +124,18 @@ impl Direction {
             dir,
             loss: Loss::new(s.loss, stream(1)),
             duplicate: Duplicate::new(s.duplicate, stream(2)),
-            queue: Queue::new(
-                link.queue_bytes(dir, mtu),
-                link.queue_packets(dir),
-                &s.aqm,
-                s.rate_bps,
-                stream(3),
+            queue: Scheduler::new(
+                s.sched,
+                ClassQueue {
+                    limit_bytes: link.queue_bytes(dir, mtu),
+                    limit_packets: link.queue_packets(dir),
+                    aqm: s.aqm,
+                    rate_bps: s.rate_bps,
+                    seed: link.seed,
+                    stream: (dir as u64) << 8 | 3,
+                },
+                weights,
+                mtu,
             ),
             serializer,
             delay: Delay::new(s.delay_ns, s.jitter_ns, s.jitter_distribution, stream(4)),
@@ -258,7 +273,7 @@ impl Direction {
         }
     }
 
-    /// Queued bytes and packets now.
+    /// Queued bytes and packets now (every class).
     pub fn queue(&self) -> (u64, u64) {
         (self.queue.bytes(), self.queue.len() as u64)
     }

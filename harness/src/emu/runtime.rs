@@ -42,6 +42,11 @@ pub struct EmuConfig {
     pub sample_interval: Duration,
     /// Create the sockets in this network namespace (`/run/netns/NAME`).
     pub netns: Option<String>,
+    /// The weight of each route's traffic class when a direction's
+    /// scheduler is `wfq` (route `i` has `class_weights[i]`; a route
+    /// without one gets the smallest weight). A scenario run has one route
+    /// per flow and then one per cross-traffic source.
+    pub class_weights: Vec<f64>,
 }
 
 impl EmuConfig {
@@ -55,6 +60,7 @@ impl EmuConfig {
             per_packet_log: true,
             sample_interval: Duration::from_millis(100),
             netns: None,
+            class_weights: Vec::new(),
         }
     }
 }
@@ -425,8 +431,8 @@ fn run(
     let cpu0 = thread_cpu_ns();
     let now = || monotonic_ns().saturating_sub(start_mono);
     let mut dirs = [
-        Direction::new(&cfg.link, Dir::Up, cfg.mtu),
-        Direction::new(&cfg.link, Dir::Down, cfg.mtu),
+        Direction::with_weights(&cfg.link, Dir::Up, cfg.mtu, &cfg.class_weights),
+        Direction::with_weights(&cfg.link, Dir::Down, cfg.mtu, &cfg.class_weights),
     ];
     let mut flows: Vec<Flow> = Vec::new();
     let mut by_client: HashMap<(usize, SocketAddr), u16> = HashMap::new();
@@ -613,6 +619,8 @@ fn run(
                 let pkt = Packet {
                     data: buf[..len].to_vec(),
                     flow,
+                    // The route: the scenario's flow or cross source.
+                    class: flows[flow as usize].route.min(u16::MAX as usize) as u16,
                     arrival_ns: t,
                 };
                 dirs[dir].push(pkt, t, sink!());

@@ -3,8 +3,8 @@
 //! A link has two directions, `up` (client to server) and `down` (server to
 //! client). Each has a rate (or a mahimahi trace), a one-way delay with
 //! optional jitter, random or Gilbert-Elliott loss, duplication,
-//! reordering, a queue limit and an AQM. Values are written as tc writes
-//! them (`20mbit`, `40ms`, `1%`, `100pkt`, `64kb`, `1bdp`).
+//! reordering, a queue limit, an AQM and a scheduler. Values are written
+//! as tc writes them (`20mbit`, `40ms`, `1%`, `100pkt`, `64kb`, `1bdp`).
 //!
 //! In a scenario file the link is a TOML table. Top-level keys apply to both
 //! directions; `[link.up]` and `[link.down]` override them one direction at
@@ -22,11 +22,35 @@
 //! reorder = "0%"
 //! queue = "1bdp"              # 100pkt | 64kb | 1bdp
 //! aqm = "droptail"            # droptail | red[:min_th=5,...] | codel[:target=5ms,...]
+//! sched = "fifo"              # fifo | fq | wfq (deficit round robin; see below)
 //! seed = 1
 //!
 //! [link.up]
 //! rate = "5mbit"              # an asymmetric link
 //! ```
+//!
+//! `sched` picks how the bottleneck queue is served ([`Sched`]):
+//!
+//! - `fifo` (the default): one queue, first in first out.
+//! - `fq`: one class per flow (each QUIC flow and each cross-traffic
+//!   source), equal weights, served by deficit round robin (Shreedhar &
+//!   Varghese, SIGCOMM 1995), as the FQ/SFQ/DRR schemes of the TCP/EXP
+//!   comparison.
+//! - `wfq`: the same with weights: a class per `[[flows]]` flow and per
+//!   `[[cross]]` source, each of which must then give a `weight`; a
+//!   backlogged class gets `weight / (sum of the backlogged classes'
+//!   weights)` of the link, as a CBWFQ router's bandwidth reservations
+//!   (BR-TCP: weight 40 for the flow and 60 for the UDP cross traffic on a
+//!   100 Mbit/s link reserve 40 Mbit/s for the flow).
+//!
+//! Both are work-conserving: bandwidth a class leaves idle goes to the
+//! others. With `fq` and `wfq` the `queue` limit is **per class** (each
+//! class may hold `queue` bytes or packets, as CBQ/CBWFQ class queues do),
+//! so the buffer as a whole grows with the number of classes; a full class
+//! drops its own arrivals (`queue_full`) and no other class's. The `aqm`
+//! runs in every class on that class's queue alone (droptail per class;
+//! RED with a per-class average; CoDel per class, as fq_codel does).
+//! The netem backend supports `fifo` only.
 //!
 //! [`LinkSpec::from_toml`] turns such a table into a [`LinkSpec`], rejecting
 //! anything it does not know with the field, the value and what is allowed.
@@ -402,6 +426,42 @@ impl Aqm {
     }
 }
 
+/// How the bottleneck queue is served: one FIFO, or deficit round robin
+/// over per-class queues (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sched {
+    /// One first-in-first-out queue.
+    #[default]
+    Fifo,
+    /// One class per flow, equal weights (fair queueing by DRR).
+    Fq,
+    /// One class per scenario flow and cross source, weighted by their
+    /// `weight` (CBWFQ-like, by DRR).
+    Wfq,
+}
+
+impl Sched {
+    const ALLOWED: &'static str = "fifo (one queue), fq (a queue per flow, equal shares) or wfq (a queue per flow and cross source, shares by their `weight`)";
+
+    fn parse(field: &str, s: &str) -> Result<Sched, LinkError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fifo" => Ok(Sched::Fifo),
+            "fq" => Ok(Sched::Fq),
+            "wfq" => Ok(Sched::Wfq),
+            _ => Err(err(field, format!("`{s}` is not one of {}", Self::ALLOWED))),
+        }
+    }
+
+    /// The name users write.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sched::Fifo => "fifo",
+            Sched::Fq => "fq",
+            Sched::Wfq => "wfq",
+        }
+    }
+}
+
 /// Splits `k=v,k=v`, checking each key against `allowed` and rejecting
 /// duplicates.
 fn key_values(field: &str, s: &str, allowed: &[&str]) -> Result<Vec<(String, String)>, LinkError> {
@@ -451,8 +511,10 @@ pub struct DirectionSpec {
     pub reorder: f64,
     /// Queue limit as written.
     pub queue: QueueLimit,
-    /// Queue management.
+    /// Queue management (per class with `fq` and `wfq`).
     pub aqm: Aqm,
+    /// How the queue is served.
+    pub sched: Sched,
 }
 
 /// A whole link: both directions, the backend and the seed.
@@ -481,6 +543,7 @@ impl Default for DirectionSpec {
             reorder: 0.0,
             queue: QueueLimit::Bdp(1.0),
             aqm: Aqm::DropTail,
+            sched: Sched::Fifo,
         }
     }
 }
@@ -534,6 +597,7 @@ const DIRECTION_KEYS: &[&str] = &[
     "reorder",
     "queue",
     "aqm",
+    "sched",
 ];
 const TOP_KEYS: &[&str] = &["backend", "rtt", "seed", "up", "down"];
 
@@ -578,6 +642,16 @@ impl LinkSpec {
             }
         };
         b.max(mtu)
+    }
+
+    /// Whether either direction serves its queue by classes (`fq`, `wfq`).
+    pub fn has_classes(&self) -> bool {
+        self.up.sched != Sched::Fifo || self.down.sched != Sched::Fifo
+    }
+
+    /// Whether either direction weighs its classes (`wfq`).
+    pub fn is_weighted(&self) -> bool {
+        self.up.sched == Sched::Wfq || self.down.sched == Sched::Wfq
     }
 
     /// The packet-count limit of direction `d`, if the queue is limited in packets.
@@ -729,6 +803,7 @@ impl LinkSpec {
             };
             dt.insert("queue".into(), q.into());
             dt.insert("aqm".into(), d.aqm.to_spec().into());
+            dt.insert("sched".into(), d.sched.as_str().into());
             t.insert(name.into(), toml::Value::Table(dt));
         }
         t
@@ -808,6 +883,9 @@ fn apply_direction(
     if let Some((s, f)) = get("aqm")? {
         d.aqm = Aqm::parse(&f, &s)?;
     }
+    if let Some((s, f)) = get("sched")? {
+        d.sched = Sched::parse(&f, &s)?;
+    }
     Ok(())
 }
 
@@ -838,11 +916,13 @@ mod tests {
     #[test]
     fn round_trips_through_toml() {
         let l = parse(
-            "rate = \"20mbit\"\nrtt = \"40ms\"\nloss = \"ge:p=1%,r=30%\"\njitter = \"1ms\"\njitter_distribution = \"normal\"\naqm = \"red:min_th=10,max_th=30\"\nseed = 7\nbackend = \"emu\"\n[down]\naqm = \"codel:target=3ms\"\nqueue = \"200pkt\"\nreorder = \"1%\"",
+            "rate = \"20mbit\"\nrtt = \"40ms\"\nloss = \"ge:p=1%,r=30%\"\njitter = \"1ms\"\njitter_distribution = \"normal\"\naqm = \"red:min_th=10,max_th=30\"\nseed = 7\nbackend = \"emu\"\n[down]\naqm = \"codel:target=3ms\"\nqueue = \"200pkt\"\nreorder = \"1%\"\nsched = \"wfq\"",
         )
         .unwrap();
         assert!(matches!(l.up.aqm, Aqm::Red(p) if p.min_th == 10.0 && p.max_th == 30.0));
         assert!(matches!(l.down.aqm, Aqm::CoDel(p) if p.target_ns == 3_000_000));
+        assert_eq!((l.up.sched, l.down.sched), (Sched::Fifo, Sched::Wfq));
+        assert!(l.has_classes() && l.is_weighted());
         let back = LinkSpec::from_toml(&l.to_toml(), Path::new("."), "link").unwrap();
         assert_eq!(back, l);
         assert!((l.up.loss.mean_rate() - 0.01 / 0.31).abs() < 1e-12);
@@ -879,6 +959,8 @@ mod tests {
                 "unknown key `q`",
             ),
             ("aqm = \"pie\"", "link.aqm", "droptail, red"),
+            ("sched = \"cbq\"", "link.sched", "fifo (one queue), fq"),
+            ("[down]\nsched = \"sfq\"", "link.down.sched", "wfq"),
             (
                 "aqm = \"red:min_th=20,max_th=10\"",
                 "link.aqm",

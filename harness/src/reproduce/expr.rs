@@ -20,7 +20,11 @@
 //! narrowed (if it does not) by the combined half-width, stays on the same
 //! side of the tolerance.
 
+use std::collections::BTreeMap;
 use std::fmt;
+
+/// Measured values by label, at one place.
+pub type Row = BTreeMap<String, Stat>;
 
 /// A measured quantity: mean and 95% CI half-width over `n` repetitions.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -274,7 +278,7 @@ impl Test {
     }
 
     /// Evaluates a comparison or `within` with the labels' values.
-    pub fn eval(&self, value: &dyn Fn(&str) -> Option<Stat>) -> Result<Outcome, String> {
+    pub fn eval(&self, value: &Row) -> Result<Outcome, String> {
         match self {
             Test::Cmp(a, op, b) => {
                 let (x, y) = (a.eval(value)?, b.eval(value)?);
@@ -316,16 +320,13 @@ impl Test {
     }
 
     /// Evaluates a trend over a series of (x, value function) points.
-    pub fn eval_trend(
-        &self,
-        series: &[(f64, &dyn Fn(&str) -> Option<Stat>)],
-    ) -> Result<Outcome, String> {
+    pub fn eval_trend(&self, series: &[(f64, Row)]) -> Result<Outcome, String> {
         let Test::Trend(up, a) = self else {
             return Err("not a trend".into());
         };
         let mut pts = Vec::new();
-        for (x, f) in series {
-            pts.push((*x, a.eval(*f)?));
+        for (x, row) in series {
+            pts.push((*x, a.eval(row)?));
         }
         if pts.len() < 2 {
             return Err("a trend needs at least two points".into());
@@ -501,7 +502,7 @@ impl Term {
         }
     }
 
-    fn eval(&self, value: &dyn Fn(&str) -> Option<Stat>) -> Result<Stat, String> {
+    fn eval(&self, value: &Row) -> Result<Stat, String> {
         let scale = |k: f64, s: Stat| Stat {
             mean: k * s.mean,
             ci95: k.abs() * s.ci95,
@@ -509,8 +510,9 @@ impl Term {
         };
         match self {
             Term::Num(n) => Ok(Stat::constant(*n)),
-            Term::Label(k, l) => value(l)
-                .map(|s| scale(*k, s))
+            Term::Label(k, l) => value
+                .get(l)
+                .map(|s| scale(*k, *s))
                 .ok_or_else(|| format!("no measurement for `{l}`")),
             Term::Fn(k, f, args) => {
                 let vs = args
@@ -561,65 +563,56 @@ impl Term {
 mod tests {
     use super::*;
 
-    fn vals(l: &str) -> Option<Stat> {
-        match l {
-            "smcc" => Some(Stat {
-                mean: 10.0,
-                ci95: 1.0,
-                n: 5,
-            }),
-            "vegas" => Some(Stat {
-                mean: 20.0,
-                ci95: 1.0,
-                n: 5,
-            }),
-            "reno" => Some(Stat {
-                mean: 10.5,
-                ci95: 1.0,
-                n: 5,
-            }),
-            _ => None,
-        }
+    fn vals() -> Row {
+        let st = |mean: f64| Stat {
+            mean,
+            ci95: 1.0,
+            n: 5,
+        };
+        [("smcc", 10.0), ("vegas", 20.0), ("reno", 10.5)]
+            .into_iter()
+            .map(|(l, m)| (l.to_string(), st(m)))
+            .collect()
     }
 
     #[test]
     fn comparisons_hold_on_means_and_report_significance() {
-        let o = Test::parse("smcc < vegas").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("smcc < vegas").unwrap().eval(&vals()).unwrap();
         assert!(o.holds && o.significant, "{o:?}");
-        let o = Test::parse("smcc < reno").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("smcc < reno").unwrap().eval(&vals()).unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
-        let o = Test::parse("smcc > vegas").unwrap().eval(&vals).unwrap();
+        let o = Test::parse("smcc > vegas").unwrap().eval(&vals()).unwrap();
         assert!(
             !o.holds && o.significant,
             "a clear failure is significant: {o:?}"
         );
         let o = Test::parse("vegas > 2.5 * smcc")
             .unwrap()
-            .eval(&vals)
+            .eval(&vals())
             .unwrap();
         assert!(!o.holds);
         let o = Test::parse("vegas >= max(smcc, reno)")
             .unwrap()
-            .eval(&vals)
+            .eval(&vals())
             .unwrap();
         assert!(o.holds && o.detail.contains("max(smcc, reno)"), "{o:?}");
         let o = Test::parse("ratio(vegas, smcc) >= 2")
             .unwrap()
-            .eval(&vals)
+            .eval(&vals())
             .unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
         assert!(Test::parse("ratio(vegas) > 1").is_err());
         let o = Test::parse("within(smcc, reno, 10%)")
             .unwrap()
-            .eval(&vals)
+            .eval(&vals())
             .unwrap();
         assert!(o.holds);
         let o = Test::parse("within(smcc, vegas, 10%)")
             .unwrap()
-            .eval(&vals)
+            .eval(&vals())
             .unwrap();
         assert!(!o.holds);
-        assert!(Test::parse("smcc < nobody").unwrap().eval(&vals).is_err());
+        assert!(Test::parse("smcc < nobody").unwrap().eval(&vals()).is_err());
     }
 
     #[test]
@@ -648,20 +641,22 @@ mod tests {
     #[test]
     fn trends_use_rank_correlation() {
         let t = Test::parse("decreasing(smcc)").unwrap();
-        let mk = |m: f64| {
-            move |_: &str| {
-                Some(Stat {
+        let row = |m: f64| -> Row {
+            [(
+                "smcc".to_string(),
+                Stat {
                     mean: m,
                     ci95: 0.1,
                     n: 3,
-                })
-            }
+                },
+            )]
+            .into_iter()
+            .collect()
         };
-        let (a, b, c) = (mk(3.0), mk(2.0), mk(1.0));
-        let s: Vec<(f64, &dyn Fn(&str) -> Option<Stat>)> = vec![(1.0, &a), (2.0, &b), (3.0, &c)];
+        let s = vec![(1.0, row(3.0)), (2.0, row(2.0)), (3.0, row(1.0))];
         let o = t.eval_trend(&s).unwrap();
         assert!(o.holds && o.significant, "{o:?}");
-        let s: Vec<(f64, &dyn Fn(&str) -> Option<Stat>)> = vec![(1.0, &c), (2.0, &a), (3.0, &b)];
+        let s = vec![(1.0, row(1.0)), (2.0, row(3.0)), (3.0, row(2.0))];
         assert!(!t.eval_trend(&s).unwrap().holds);
     }
 

@@ -539,7 +539,7 @@ fn evaluate(
     } else {
         over.iter().map(|(l, _)| Some(l.as_str())).collect()
     };
-    let mut table: Vec<BTreeMap<String, Stat>> = Vec::new();
+    let mut table: Vec<expr::Row> = Vec::new();
     for at in &places {
         let mut row = BTreeMap::new();
         for (label, selector) in &c.values {
@@ -574,23 +574,16 @@ fn evaluate(
         table.push(row);
     }
     let outcome = if test.is_trend() {
-        let fns: Vec<Box<dyn Fn(&str) -> Option<Stat>>> = table
+        let series: Vec<(f64, expr::Row)> = over
             .iter()
-            .map(|row| {
-                let row = row.clone();
-                Box::new(move |l: &str| row.get(l).copied()) as Box<dyn Fn(&str) -> Option<Stat>>
-            })
-            .collect();
-        let series: Vec<(f64, &dyn Fn(&str) -> Option<Stat>)> = over
-            .iter()
-            .zip(&fns)
-            .map(|((_, x), f)| (*x, f.as_ref()))
+            .zip(&table)
+            .map(|((_, x), row)| (*x, row.clone()))
             .collect();
         test.eval_trend(&series)
     } else {
         let mut outs = Vec::new();
         for (k, row) in table.iter().enumerate() {
-            match test.eval(&|l| row.get(l).copied()) {
+            match test.eval(row) {
                 Ok(mut o) => {
                     if let Some(Some(at)) = places.get(k) {
                         o.detail =

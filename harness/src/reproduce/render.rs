@@ -15,24 +15,29 @@ use super::{JobView, PaperResult};
 /// A line: label, points, and 95% half-widths (metric figures).
 type Line = (String, Vec<(f64, f64)>, Vec<f64>);
 
-/// Colours stable per label across figures (by hash of the name).
-fn colour(label: &str) -> RGBColor {
-    const P: [RGBColor; 10] = [
-        RGBColor(31, 119, 180),
-        RGBColor(214, 39, 40),
-        RGBColor(44, 160, 44),
-        RGBColor(255, 127, 14),
-        RGBColor(148, 103, 189),
-        RGBColor(140, 86, 75),
-        RGBColor(227, 119, 194),
-        RGBColor(127, 127, 127),
-        RGBColor(188, 189, 34),
-        RGBColor(23, 190, 207),
-    ];
-    let h = label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    P[(h % P.len() as u64) as usize]
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// One colour per label, the same in every figure of a paper: labels in
+/// alphabetical order take the palette in turn.
+fn colours(m: &Manifest) -> BTreeMap<String, RGBColor> {
+    let labels: std::collections::BTreeSet<&String> =
+        m.figures.iter().flat_map(|f| f.series.keys()).collect();
+    labels
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| (l.clone(), PALETTE[i % PALETTE.len()]))
+        .collect()
 }
 
 /// Draws the paper's figures; returns the file names written.
@@ -46,6 +51,7 @@ pub(super) fn figures(
     if qlog_analysis::plot::ensure_font().is_err() {
         return written;
     }
+    let palette = colours(m);
     for f in &m.figures {
         let Some(exp) = m.experiments.iter().position(|e| e.id == f.experiment) else {
             continue;
@@ -60,7 +66,7 @@ pub(super) fn figures(
         let (xd, yd) = axes_desc(m, f);
         let name = format!("fig-{}.svg", f.id);
         let title = format!("{} (ours): {}", f.source, f.experiment);
-        if let Ok(svg) = chart(&title, &xd, &yd, &lines) {
+        if let Ok(svg) = chart(&title, &xd, &yd, &lines, &palette) {
             let tmp = out.join(format!(".{name}.tmp"));
             if std::fs::write(&tmp, svg).is_ok() && std::fs::rename(&tmp, out.join(&name)).is_ok() {
                 written.push(name);
@@ -264,7 +270,14 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
     }
 }
 
-fn chart(title: &str, xd: &str, yd: &str, lines: &[Line]) -> Result<String, String> {
+fn chart(
+    title: &str,
+    xd: &str,
+    yd: &str,
+    lines: &[Line],
+    palette: &BTreeMap<String, RGBColor>,
+) -> Result<String, String> {
+    let colour = |l: &str| palette.get(l).copied().unwrap_or(BLACK);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 380)).into_drawing_area();

@@ -6,7 +6,9 @@
 //! and `quic-server` binaries run), with the congestion controller the
 //! scenario names. The link is the emulator's own two
 //! [`Direction`](crate::emu::Direction) pipelines (loss, duplication,
-//! queue + AQM, serialization or trace, delay + jitter, reordering), and
+//! queue + AQM or per-class DRR, serialization or trace, delay + jitter,
+//! reordering; flow `i` is traffic class `i` and cross source `j` class
+//! `flows + j`, as the emulator's routes number them), and
 //! cross traffic is the same constant-bit-rate schedule. One loop owns
 //! all of it: it finds the earliest thing due (a packet entering the link
 //! at its pacing time `send_info.at`, the link's next departure or
@@ -275,6 +277,7 @@ impl World {
         let pkt = Packet {
             data,
             flow: flow as u16,
+            class: flow as u16,
             arrival_ns: at.max(now),
         };
         if at <= now {
@@ -329,6 +332,10 @@ impl World {
                 msg: e.to_string(),
             })?;
             cc.apply(&mut config);
+        }
+        if let Some(mtu) = f.spec.mtu {
+            quic_app::set_mtu(&mut config, mtu as usize)
+                .map_err(|e| SimError::Setup(format!("mtu: {e}")))?;
         }
         let mut scid = [0u8; quiche::MAX_CONN_ID_LEN];
         for chunk in scid.chunks_mut(8) {
@@ -449,7 +456,9 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
 
     let mut key_rng = Rng::new(cfg.seed, 0x5e_0001);
     let mut flows = Vec::new();
-    for (i, (_, spec)) in sc.expanded_flows().into_iter().enumerate() {
+    // Each flow and cross source with its start in this repetition
+    // (`start_jitter`), as the process runner starts them.
+    for (i, (_, spec)) in sc.rep_flows(cfg.seed).into_iter().enumerate() {
         let fdir = cfg.dir.join(format!("flow-{i}"));
         std::fs::create_dir_all(&fdir)?;
         let cc = cc_algorithms::parse(spec.server_cc()).map_err(|e| SimError::Cc {
@@ -458,6 +467,10 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
         })?;
         let mut config = tls::server_config().map_err(SimError::Setup)?;
         cc.apply(&mut config);
+        if let Some(mtu) = spec.mtu {
+            quic_app::set_mtu(&mut config, mtu as usize)
+                .map_err(|e| SimError::Setup(format!("mtu: {e}")))?;
+        }
         let mut key = [0u8; 32];
         for chunk in key.chunks_mut(8) {
             chunk.copy_from_slice(&key_rng.next_u64().to_be_bytes());
@@ -476,8 +489,9 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
         .map_err(|e| SimError::Setup(format!("HTTP/3: {e}")))?;
         let host = (i % 250) as u8 + 2;
         let port = 10_000 + (i / 250) as u16;
+        let run_ns = spec.run_ns(sc.duration_ns);
         flows.push(Flow {
-            spec: spec.clone(),
+            spec,
             dir: fdir,
             client_addr: addr(CLIENT_NET, host, port),
             server_addr: addr(SERVER_NET, host, 443),
@@ -489,7 +503,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
             server_wake: u64::MAX,
             client_touched: false,
             server_touched: false,
-            run_ns: spec.run_ns(sc.duration_ns),
+            run_ns,
             started: false,
             finished: false,
             killed: false,
@@ -497,15 +511,15 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     }
     let nflows = flows.len();
     let cross: Vec<CrossSource> = sc
-        .cross
-        .iter()
+        .rep_cross(cfg.seed)
+        .into_iter()
         .map(|c| CrossSource {
-            spec: c.clone(),
             gap_ns: c.packet_size as f64 * 8.0 / c.rate_bps * 1e9,
             k: 0,
             sent: 0,
             received: 0,
             was_on: None,
+            spec: c,
         })
         .collect();
 
@@ -532,8 +546,8 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     let mut w = World {
         base,
         dirs: [
-            Direction::new(&link, Dir::Up, 1500),
-            Direction::new(&link, Dir::Down, 1500),
+            Direction::with_weights(&link, Dir::Up, 1500, &sc.class_weights()),
+            Direction::with_weights(&link, Dir::Down, 1500, &sc.class_weights()),
         ],
         pending: BinaryHeap::new(),
         seq: 0,
@@ -698,6 +712,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
                     let pkt = Packet {
                         data,
                         flow: (nflows + j) as u16,
+                        class: (nflows + j) as u16,
                         arrival_ns: now,
                     };
                     w.dirs[d as usize].push(pkt, now, sink!());

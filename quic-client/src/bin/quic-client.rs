@@ -13,7 +13,10 @@ use quic_client::{parse_size, parse_url, ClientConfig};
 #[derive(Parser, Debug)]
 #[command(version, allow_negative_numbers = true)]
 struct Args {
-    /// URL to download, e.g. https://127.0.0.1:4433/bytes/50000000
+    /// URL to download, e.g. https://127.0.0.1:4433/bytes/50000000. A
+    /// `?rate=BPS` query limits the rate (bit/s) at which the sending
+    /// application writes the body: the server for a download, this client
+    /// for an upload (https://host/upload?rate=2000000 --upload 10M).
     url: String,
     /// Upload this many bytes with POST instead (e.g. 50M).
     #[arg(long)]
@@ -45,6 +48,10 @@ struct Args {
     /// Give up if the connection is not up within this many seconds.
     #[arg(long, default_value_t = 10.0)]
     connect_timeout: f64,
+    /// Largest UDP payload to send and to accept (the max_udp_payload_size
+    /// transport parameter), bytes: 1200 to 1500 (default 1350).
+    #[arg(long)]
+    mtu: Option<usize>,
 }
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
@@ -64,8 +71,16 @@ fn read_json(p: &std::path::Path) -> Result<serde_json::Value, String> {
 }
 
 fn config(args: &Args) -> Result<ClientConfig, String> {
+    let url = parse_url(&args.url).map_err(|e| e.to_string())?;
+    if let Some(q) = url.query() {
+        quic_app::rate::rate_from_path(&format!("?{q}"))
+            .map_err(|e| format!("invalid URL `{}`: {e}", args.url))?;
+    }
+    if let Some(mtu) = args.mtu {
+        quic_app::check_mtu(mtu).map_err(|e| format!("--mtu: {e}"))?;
+    }
     Ok(ClientConfig {
-        url: parse_url(&args.url).map_err(|e| e.to_string())?,
+        url,
         upload: args
             .upload
             .as_deref()
@@ -88,6 +103,7 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
         interval: args.interval.map(|d| seconds("interval", d)).transpose()?,
         print_intervals: !args.json,
         timeout: seconds("connect-timeout", args.connect_timeout)?,
+        mtu: args.mtu,
     })
 }
 
