@@ -126,9 +126,10 @@ struct RunArgs {
     /// Skip emu's per-packet log (samples are still written).
     #[arg(long)]
     no_packet_log: bool,
-    /// How much qlog both ends write: off, core (packets sent, received
-    /// and lost, recovery metrics: what `qlog-analysis`, `report` and qvis
-    /// need), base (+ stream data and congestion-state changes) or extra
+    /// How much qlog both ends write: off, metrics (recovery metrics and
+    /// losses, no per-packet events: cwnd/RTT statistics at a fraction of
+    /// the size), core (packets sent, received and lost, recovery metrics:
+    /// what `qlog-analysis`, `report` and qvis need), base (+ stream data and congestion-state changes) or extra
     /// (everything quiche logs).
     #[arg(long, default_value = QLOG_DEFAULT)]
     qlog_level: String,
@@ -162,7 +163,7 @@ struct SweepArgs {
     /// Skip emu's per-packet logs.
     #[arg(long)]
     no_packet_log: bool,
-    /// How much qlog both ends write: off, core, base, extra.
+    /// How much qlog both ends write: off, metrics, core, base, extra.
     #[arg(long, default_value = QLOG_DEFAULT)]
     qlog_level: String,
     /// Print the outcome as JSON.
@@ -196,6 +197,10 @@ struct ReproduceArgs {
     /// this checkout).
     #[arg(long)]
     papers_dir: Option<PathBuf>,
+    /// qlog level at the points that need the senders' cwnd or RTT (the
+    /// others run with qlog off): metrics, core, base or extra.
+    #[arg(long, default_value = "metrics")]
+    qlog_level: String,
     /// List the papers and their claims, and exit.
     #[arg(long)]
     list: bool,
@@ -543,7 +548,7 @@ const QLOG_DEFAULT: &str = "core";
 fn qlog_level(s: &str) -> quic_app::QlogLevel {
     quic_app::QlogLevel::parse(s).unwrap_or_else(|| {
         bad_input(format!(
-            "--qlog-level: `{s}` is not one of off, core, base, extra"
+            "--qlog-level: `{s}` is not one of off, metrics, core, base, extra"
         ))
     })
 }
@@ -1063,7 +1068,12 @@ fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
         quiet: a.quiet,
         stop: stop_flag()?,
         bin_dir: bin_dir(),
-        qlog_level: quic_app::QlogLevel::Core,
+        qlog_level: match qlog_level(&a.qlog_level) {
+            quic_app::QlogLevel::Off => bad_input(
+                "--qlog-level: off would leave the cwnd and RTT claims unmeasured; use metrics or more",
+            ),
+            l => l,
+        },
     };
     let mut results = Vec::new();
     let mut failed = false;

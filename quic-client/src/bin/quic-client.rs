@@ -31,7 +31,8 @@ struct Args {
     /// Write the client's qlog into this directory.
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
-    /// How much qlog: off, core (packets, losses, recovery metrics),
+    /// How much qlog: off, metrics (recovery metrics and losses only),
+    /// core (packets, losses, recovery metrics),
     /// base (+ stream data and state changes) or extra (everything).
     #[arg(long, default_value = "extra")]
     qlog_level: String,
@@ -92,7 +93,7 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
         qlog_dir: args.qlog_dir.clone(),
         qlog_level: quic_app::QlogLevel::parse(&args.qlog_level).ok_or_else(|| {
             format!(
-                "--qlog-level: `{}` is not one of off, core, base, extra",
+                "--qlog-level: `{}` is not one of off, metrics, core, base, extra",
                 args.qlog_level
             )
         })?,

@@ -25,7 +25,8 @@ struct Args {
     /// Write one qlog file per connection into this directory.
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
-    /// How much qlog: off, core (packets, losses, recovery metrics),
+    /// How much qlog: off, metrics (recovery metrics and losses only),
+    /// core (packets, losses, recovery metrics),
     /// base (+ stream data and state changes) or extra (everything).
     #[arg(long, default_value = "extra")]
     qlog_level: String,
@@ -98,7 +99,7 @@ fn main() -> ExitCode {
             Some(l) => l,
             None => {
                 eprintln!(
-                    "error: --qlog-level: `{}` is not one of off, core, base, extra",
+                    "error: --qlog-level: `{}` is not one of off, metrics, core, base, extra",
                     args.qlog_level
                 );
                 return ExitCode::from(2);
