@@ -638,3 +638,75 @@ fn evaluate(
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qlog_only_where_a_claim_or_figure_reads_it() {
+        let mut m: Manifest = toml::from_str(
+            r#"paper = "p"
+title = "t"
+seed = "s"
+[[experiment]]
+id = "e"
+source = "s"
+scenario = "x.toml"
+[[experiment.axis]]
+name = "cc"
+field = "flows.0.cc"
+values = ["a", "b", "c"]
+[[claim]]
+id = "rtt"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "rtt_ms"
+values = { a = "cc=a" }
+test = "a > 1"
+[[claim]]
+id = "drops"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "drops"
+values = { b = "cc=b" }
+test = "b > 1"
+[[figure]]
+id = "f"
+source = "s"
+paper_says = "s"
+experiment = "e"
+kind = "cwnd"
+series = { c = "cc=c" }
+"#,
+        )
+        .unwrap();
+        m.dir = PathBuf::from(".");
+        let opts = Options {
+            out: PathBuf::from("/tmp"),
+            quick: false,
+            backend: Backend::Sim,
+            jobs: 1,
+            quiet: true,
+            stop: Arc::new(AtomicBool::new(false)),
+            bin_dir: PathBuf::from("."),
+            qlog_level: quic_app::QlogLevel::Metrics,
+        };
+        let e = &m.experiments[0];
+        let levels: Vec<_> = e
+            .points(false)
+            .iter()
+            .map(|p| qlog_for(&m, e, p, &opts))
+            .collect();
+        assert_eq!(
+            levels,
+            [
+                quic_app::QlogLevel::Metrics,
+                quic_app::QlogLevel::Off,
+                quic_app::QlogLevel::Metrics
+            ]
+        );
+    }
+}
