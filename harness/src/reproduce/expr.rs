@@ -287,7 +287,7 @@ impl Test {
                 Ok(Outcome {
                     holds,
                     significant,
-                    detail: format!("{} {op} {}", a.show(&x), b.show(&y)),
+                    detail: format!("{} {op} {}", a.show(&x, value), b.show(&y, value)),
                 })
             }
             Test::Within(a, b, p) => {
@@ -304,8 +304,8 @@ impl Test {
                     },
                     detail: format!(
                         "{} vs {}: differ by {:.1}% (allowed {:.0}%)",
-                        a.show(&x),
-                        b.show(&y),
+                        a.show(&x, value),
+                        b.show(&y, value),
                         if y.mean != 0.0 {
                             100.0 * d / y.mean.abs()
                         } else {
@@ -495,9 +495,26 @@ impl Term {
         }
     }
 
-    fn show(&self, s: &Stat) -> String {
+    /// `name value`; for max and min also which term it was
+    /// (`max(a, b) = b 12.3 ± 0.4`).
+    fn show(&self, s: &Stat, value: &Row) -> String {
         match self {
             Term::Num(_) => self.name(),
+            Term::Fn(_, f, args) if f == "max" || f == "min" => {
+                let vals: Vec<(String, f64)> = args
+                    .iter()
+                    .filter_map(|a| a.eval(value).ok().map(|v| (a.name(), v.mean)))
+                    .collect();
+                let pick = if f == "max" {
+                    vals.iter().max_by(|a, b| a.1.total_cmp(&b.1))
+                } else {
+                    vals.iter().min_by(|a, b| a.1.total_cmp(&b.1))
+                };
+                match pick {
+                    Some((n, _)) => format!("{} = {n} {}", self.name(), fmt_stat(s)),
+                    None => format!("{} {}", self.name(), fmt_stat(s)),
+                }
+            }
             _ => format!("{} {}", self.name(), fmt_stat(s)),
         }
     }
@@ -595,7 +612,10 @@ mod tests {
             .unwrap()
             .eval(&vals())
             .unwrap();
-        assert!(o.holds && o.detail.contains("max(smcc, reno)"), "{o:?}");
+        assert!(
+            o.holds && o.detail.contains("max(smcc, reno) = reno 10.5"),
+            "{o:?}"
+        );
         let o = Test::parse("ratio(vegas, smcc) >= 2")
             .unwrap()
             .eval(&vals())
