@@ -15,6 +15,23 @@
 //! `vmax_fraction` of its dimension's range; positions are clamped to the
 //! bounds and then passed through a repair function (SMCC keeps
 //! `1 <= alpha < beta`).
+//!
+//! **Re-measuring the best** ([`PsoConfig::remeasure_best`]). Textbook PSO
+//! assumes a fixed fitness function: a position's fitness is measured once
+//! and a personal or global best, once recorded, stands for good. SMCC's
+//! online fitness is a noisy measurement of a network that changes, so one
+//! lucky interval would stay the global best for the rest of the run and
+//! decide the values kept at the end. With `remeasure_best`, after every
+//! pass over the particles the global best position is measured once more
+//! (one extra evaluation per iteration, before the particles move); the new
+//! value *replaces* the stored fitness of that best and of its owner's
+//! personal best, and the global best is then chosen again among all
+//! personal bests. A stale or lucky best therefore has to hold up when it
+//! is measured again; a personal best that is not the global one is not
+//! re-measured (it only steers its own particle), but it is as soon as it
+//! becomes the global best. This is the re-evaluation remedy for dynamic
+//! and noisy PSO (Carlisle and Dozier 2000, Hu and Eberhart 2002 re-evaluate
+//! bests so that outdated memories are forgotten).
 
 /// A small, seedable generator (SplitMix64): reproducible runs need no
 /// external randomness.
@@ -61,6 +78,9 @@ pub struct PsoConfig {
     pub upper: [f64; 2],
     /// Seed of the generator.
     pub seed: u64,
+    /// Measure the global best once more after every pass, replacing its
+    /// stored fitness (module docs). For noisy, changing fitness.
+    pub remeasure_best: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +99,10 @@ pub struct Swarm {
     particles: Vec<Particle>,
     best_x: [f64; 2],
     best_f: f64,
+    /// The particle whose personal best is the global best.
+    best_owner: usize,
+    /// Whether the next report is a re-measurement of the global best.
+    remeasuring: bool,
     /// Particle whose fitness is measured next.
     current: usize,
     iteration: usize,
@@ -111,6 +135,8 @@ impl Swarm {
             particles,
             best_x,
             best_f: f64::NEG_INFINITY,
+            best_owner: 0,
+            remeasuring: false,
             current: 0,
             iteration: 0,
             repair,
@@ -122,13 +148,19 @@ impl Swarm {
         self.iteration >= self.cfg.iterations
     }
 
-    /// The position to measure next (the global best once finished).
+    /// The position to measure next (the global best while it is being
+    /// re-measured, and once finished).
     pub fn candidate(&self) -> [f64; 2] {
-        if self.finished() {
+        if self.finished() || self.remeasuring {
             self.best_x
         } else {
             self.particles[self.current].x
         }
+    }
+
+    /// Whether the next report re-measures the global best.
+    pub fn remeasuring(&self) -> bool {
+        self.remeasuring
     }
 
     /// Index of the particle measured next, and the iteration.
@@ -149,7 +181,8 @@ impl Swarm {
     }
 
     /// Records the fitness of [`candidate`](Self::candidate). After the
-    /// last particle of an iteration, every particle moves.
+    /// last particle of an iteration (and, with `remeasure_best`, the
+    /// re-measurement of the global best), every particle moves.
     pub fn report(&mut self, fitness: f64) {
         if self.finished() {
             return;
@@ -159,7 +192,23 @@ impl Swarm {
         } else {
             fitness
         };
-        let p = &mut self.particles[self.current];
+        if self.remeasuring {
+            // The new measurement replaces the old, lucky or stale, one.
+            self.particles[self.best_owner].best_f = fitness;
+            let (owner, p) = self
+                .particles
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.best_f.total_cmp(&b.1.best_f))
+                .expect("a swarm has particles");
+            (self.best_owner, self.best_x, self.best_f) = (owner, p.best_x, p.best_f);
+            self.remeasuring = false;
+            self.step();
+            self.iteration += 1;
+            return;
+        }
+        let i = self.current;
+        let p = &mut self.particles[i];
         if fitness > p.best_f {
             p.best_f = fitness;
             p.best_x = p.x;
@@ -167,12 +216,17 @@ impl Swarm {
         if fitness > self.best_f {
             self.best_f = fitness;
             self.best_x = p.x;
+            self.best_owner = i;
         }
         self.current += 1;
         if self.current == self.particles.len() {
             self.current = 0;
-            self.step();
-            self.iteration += 1;
+            if self.cfg.remeasure_best && self.best_f > f64::NEG_INFINITY {
+                self.remeasuring = true;
+            } else {
+                self.step();
+                self.iteration += 1;
+            }
         }
     }
 
@@ -211,6 +265,7 @@ mod tests {
             lower: [0.0, 0.0],
             upper: [10.0, 10.0],
             seed,
+            remeasure_best: false,
         }
     }
 
@@ -255,5 +310,87 @@ mod tests {
         let c = Swarm::new(cfg(43), |x| x).candidate();
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    /// A first measurement that was pure luck (+1000) stays the global best
+    /// for good without re-measurement; with it, the lucky best is measured
+    /// again, loses, and the swarm still finds the maximum.
+    #[test]
+    fn remeasuring_forgets_a_lucky_best() {
+        let f = |[a, b]: [f64; 2]| -(a - 3.0).powi(2) - (b - 6.0).powi(2);
+        for remeasure_best in [false, true] {
+            let mut s = Swarm::new(
+                PsoConfig {
+                    remeasure_best,
+                    ..cfg(3)
+                },
+                |x| x,
+            );
+            let lucky = s.candidate();
+            s.report(f(lucky) + 1000.0);
+            let mut evaluations = 1;
+            while !s.finished() {
+                let x = s.candidate();
+                s.report(f(x));
+                evaluations += 1;
+            }
+            let (best, fit) = s.best();
+            if remeasure_best {
+                // One extra evaluation per iteration.
+                assert_eq!(evaluations, 10 * 30 + 30);
+                assert!(fit <= 0.0, "{fit}");
+                assert!(
+                    (best[0] - 3.0).abs() < 0.2 && (best[1] - 6.0).abs() < 0.2,
+                    "{best:?}"
+                );
+            } else {
+                assert_eq!(evaluations, 10 * 30);
+                assert_eq!(best, lucky, "the old behaviour keeps the lucky best");
+                assert!(fit > 900.0);
+            }
+        }
+    }
+
+    #[test]
+    fn remeasuring_a_best_that_holds_keeps_it() {
+        let mut s = Swarm::new(
+            PsoConfig {
+                remeasure_best: true,
+                iterations: 1,
+                swarm: 3,
+                ..cfg(5)
+            },
+            |x| x,
+        );
+        let xs: Vec<_> = (0..3)
+            .map(|i| {
+                let x = s.candidate();
+                s.report([0.5, 0.9, 0.1][i]);
+                x
+            })
+            .collect();
+        assert!(s.remeasuring() && !s.finished());
+        assert_eq!(s.candidate(), xs[1]);
+        // Measured again a little lower: still the best of all.
+        s.report(0.8);
+        assert!(s.finished());
+        assert_eq!(s.best(), (xs[1], 0.8));
+        // A NaN re-measurement counts as the worst, never as a best.
+        let mut t = Swarm::new(
+            PsoConfig {
+                remeasure_best: true,
+                iterations: 1,
+                swarm: 2,
+                ..cfg(5)
+            },
+            |x| x,
+        );
+        let a = t.candidate();
+        t.report(1.0);
+        t.report(0.5);
+        t.report(f64::NAN);
+        assert!(t.finished());
+        assert_ne!(t.best().0, a);
+        assert_eq!(t.best().1, 0.5);
     }
 }

@@ -162,7 +162,7 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
         default: Some(0.0),
         min: 0.0,
         max: 1.0,
-        help: "0: Brakmo and Peterson's slow start as ns-2 runs it (growth every other RTT, gamma tested on the mean RTT of a round that did not grow, cwnd cut by 1/8 on leaving); 1: Linux tcp_vegas.c's (growth every RTT, gamma tested on the round's minimum RTT)",
+        help: "0: Brakmo and Peterson's slow start as ns-2 runs it (growth every other RTT; gamma tested at the end of each round that did not grow, on how far its RTT rose; cwnd cut by 1/8 on leaving, to no more than rate x baseRTT); 1: Linux tcp_vegas.c's (growth every RTT, gamma tested on the round's minimum RTT)",
     },
 ];
 
@@ -956,7 +956,7 @@ mod tests {
         let e = parse("vegas:delta=1").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "`vegas` has no parameter `delta`; valid: alpha, beta, gamma"
+            "`vegas` has no parameter `delta`; valid: alpha, beta, gamma, linux_slow_start"
         );
 
         let e = parse("newreno:x=1").unwrap_err();
@@ -1024,7 +1024,7 @@ mod tests {
         let vegas = all.iter().find(|a| a.name == "vegas").unwrap();
         assert_eq!(
             vegas.params.iter().map(|p| p.name).collect::<Vec<_>>(),
-            ["alpha", "beta", "gamma"]
+            ["alpha", "beta", "gamma", "linux_slow_start"]
         );
         // Every default is within its own range and accepted by the parser.
         for a in &all {

@@ -3,17 +3,23 @@
 //!
 //! The paper fixes the mechanism (Vegas, with `alpha` and `beta` found by
 //! PSO "for any network conditions") but not the fitness, the swarm's
-//! settings or when the tuning runs. This module is the **online mode**:
-//! the controller runs a small swarm over `(alpha, beta)` while the
-//! connection runs. Each particle's values are applied for `rounds` round
-//! trips, and its fitness is measured over them:
+//! settings or when the tuning runs. The one thing it is specific about is
+//! what it judges SMCC by (its Tables I and II): dropped packets, queue
+//! size and bottleneck utilisation. The fitness rewards the last and
+//! penalises the other two. This module is the **online mode**: the
+//! controller runs a small swarm over `(alpha, beta)` while the connection
+//! runs. Each particle's values are applied for `rounds` round trips, and
+//! its fitness is measured over them:
 //!
 //! ```text
-//! fitness = rate / best_rate  -  delta x queueing / baseRTT  -  lambda x lost / sent
+//! fitness = rate / reference  -  delta x queueing / baseRTT  -  lambda x lost / sent
 //! ```
 //!
-//! - `rate` is acknowledged bytes over the interval's duration, normalised
-//!   by the best rate any interval has measured, so it lies in (0, 1].
+//! - `rate` is acknowledged bytes over the interval's duration; `reference`
+//!   is the bottleneck-rate estimate when tuning began: the highest
+//!   delivery-rate sample (quiche's, per ACK) seen until the flow first left
+//!   slow start, which Vegas does once a queue forms, so with the link
+//!   full. `rate / reference` is the paper's utilisation.
 //! - `queueing` is the mean of `RTT sample - baseRTT` over the interval.
 //! - `lost / sent` is the fraction of the interval's packets declared lost.
 //!
@@ -21,14 +27,31 @@
 //! RTT) and loss are penalised. With `delta = 1`, a standing queue as long
 //! as the base RTT costs as much as the whole rate term.
 //!
+//! **Comparable across time.** Two things keep an early, noisy measurement
+//! from winning for good (they did before: the rate was divided by the best
+//! interval rate so far, so the first interval always scored a full 1 and
+//! later ones were held to a rising bar, and a best was never measured
+//! again):
+//! - the rate is divided by a *fixed* reference, frozen when tuning starts,
+//!   so every interval is scored on the same scale (a reference that is off
+//!   scales every score alike and does not change their order);
+//! - the swarm re-measures its global best once per iteration and replaces
+//!   the stored fitness with the new value ([`crate::pso`],
+//!   `remeasure_best`), so a lucky or outdated best must hold up again
+//!   before it steers the swarm or is kept at the end.
+//!
 //! Swarm: PSO with inertia falling from 0.9 to 0.4, `c1 = c2 = 2`,
 //! velocity clamped to 20% of the range, `swarm` particles (10) for
-//! `iterations` iterations (10), seeded (`seed`) so runs repeat
-//! ([`crate::pso`]).
+//! `iterations` iterations (10), plus one re-measurement of the best per
+//! iteration, seeded (`seed`) so runs repeat ([`crate::pso`]).
 //!
-//! Bounds: `1 <= alpha <= max - 0.5`, `alpha + 0.5 <= beta <= max`. After
-//! every move, positions are repaired to keep `alpha < beta`, at least half
-//! a packet apart, so the hold band of Vegas never vanishes.
+//! Bounds: `1 <= alpha <= max - 0.5`, `alpha + 0.5 <= beta <= max`, both in
+//! the search space and in every value applied to Vegas (table entries
+//! included; a non-finite value becomes the lower bound). After every
+//! move, positions are repaired to keep `alpha < beta`, at least half a
+//! packet apart, so the hold band of Vegas never vanishes. Vegas compares
+//! its real-valued `diff` with them ([`crate::vegas`]), so a band such as
+//! [2.3, 2.8] holds.
 //!
 //! Choices the paper leaves open:
 //! - Tuning starts when the connection first leaves slow start: before
@@ -36,9 +59,11 @@
 //!   measure slow start rather than the particle.
 //! - Until then, and after the last iteration, Vegas runs with the best
 //!   values found (the Linux defaults 2 and 4 before any).
-//! - The network may change while the swarm runs, so an old personal best
-//!   can be stale; the swarm does not re-measure bests. A bounded number of
-//!   iterations keeps the tuning finite, and the result is then fixed.
+//! - A bounded number of iterations keeps the tuning finite, and the result
+//!   is then fixed.
+//! - Slow start is Vegas's default, Brakmo and Peterson's
+//!   ([`crate::vegas::SlowStart::Paper`]), as in the ns-2 Vegas the paper
+//!   modified.
 //!
 //! **Offline mode** (`smcc:table=FILE`): `cclab tune smcc` runs the same
 //! PSO over real emulated runs, one swarm per network condition (base RTT,
@@ -51,9 +76,10 @@
 //! entry nearest in log distance, `|ln(rtt/rtt_e)| + |ln(rate/rate_e)|`,
 //! and runs Vegas with its values from then on.
 //!
-//! In qlog: `smcc_alpha`, `smcc_beta`, `vegas_diff`, `smcc_particle`,
-//! `smcc_iteration` and `smcc_fitness` (the last measured); in offline
-//! mode `smcc_table_entry` (the entry chosen, -1 before the choice).
+//! In qlog: `smcc_alpha`, `smcc_beta`, `vegas_diff`, `smcc_particle` (-1
+//! while the best is re-measured), `smcc_iteration` and `smcc_fitness` (the
+//! last measured); in offline mode `smcc_table_entry` (the entry chosen, -1
+//! before the choice).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -217,20 +243,22 @@ pub struct Smcc {
     /// Whether tuning has started (the flow left slow start once).
     tuning: bool,
     interval: Interval,
-    /// Best delivery rate measured over an interval, bytes per second.
-    best_rate: f64,
+    /// The fitness's rate reference, bytes per second: the highest
+    /// delivery-rate sample when tuning began (0 until then).
+    reference_rate: f64,
     last_fitness: f64,
     alpha: f64,
     beta: f64,
-    /// Offline mode: the highest delivery rate seen, bit/s, and the entry chosen.
+    /// The highest delivery-rate sample seen, bit/s; and in offline mode the
+    /// entry chosen.
     max_rate_bps: f64,
     chosen: Option<usize>,
 }
 
-/// SMCC's fitness (module docs): the rate as a fraction of the best (or of
-/// the capacity), less `delta` times the queueing delay as a fraction of
-/// the base RTT, less `lambda` times the loss fraction. Shared by the
-/// online mode and `cclab tune smcc`.
+/// SMCC's fitness (module docs): the rate as a fraction of a fixed
+/// reference (the capacity, or its estimate), less `delta` times the
+/// queueing delay as a fraction of the base RTT, less `lambda` times the
+/// loss fraction. Shared by the online mode and `cclab tune smcc`.
 pub fn fitness(
     rate_fraction: f64,
     queueing_fraction: f64,
@@ -256,22 +284,35 @@ pub fn pso_config(swarm: usize, iterations: usize, max: f64, seed: u64) -> PsoCo
         lower: [1.0, 1.5],
         upper: [max - 0.5, max],
         seed,
+        // Offline evaluations are whole, repeatable runs.
+        remeasure_best: false,
     }
 }
 
 /// The swarm's own repair after each move (a plain fn, as the swarm takes
 /// one): `1 <= alpha`, `beta >= alpha + 0.5`. The upper bound is applied
-/// with [`repair`] when a position is used.
+/// with [`repair`] when a position is used. A non-finite value becomes the
+/// lower bound.
 pub fn keep_order([a, b]: [f64; 2]) -> [f64; 2] {
-    let a = a.max(1.0);
-    [a, b.max(a + 0.5)]
+    let a = finite_or(a, 1.0).max(1.0);
+    [a, finite_or(b, a + 0.5).max(a + 0.5)]
 }
 
-/// Keeps `1 <= alpha < beta <= max`, at least half a packet apart.
+/// Keeps `1 <= alpha < beta <= max`, at least half a packet apart; a
+/// non-finite value becomes the lower bound.
 pub fn repair(max: f64) -> impl Fn([f64; 2]) -> [f64; 2] {
+    let max = finite_or(max, 2.0).max(1.5);
     move |[a, b]| {
-        let a = a.clamp(1.0, max - 0.5);
-        [a, b.clamp(a + 0.5, max)]
+        let a = finite_or(a, 1.0).clamp(1.0, max - 0.5);
+        [a, finite_or(b, a + 0.5).clamp(a + 0.5, max)]
+    }
+}
+
+fn finite_or(x: f64, fallback: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        fallback
     }
 }
 
@@ -280,7 +321,10 @@ impl Smcc {
     pub fn new(cfg: SmccConfig, config: &ControllerConfig) -> Self {
         let max = cfg.max.max(2.0);
         let swarm = Swarm::new(
-            pso_config(cfg.swarm, cfg.iterations, max, cfg.seed),
+            PsoConfig {
+                remeasure_best: true,
+                ..pso_config(cfg.swarm, cfg.iterations, max, cfg.seed)
+            },
             keep_order,
         );
         let defaults = VegasConfig::default();
@@ -289,7 +333,7 @@ impl Smcc {
             swarm,
             tuning: false,
             interval: Interval::default(),
-            best_rate: 0.0,
+            reference_rate: 0.0,
             last_fitness: 0.0,
             alpha: defaults.alpha,
             beta: defaults.beta,
@@ -299,17 +343,19 @@ impl Smcc {
         }
     }
 
-    /// The fitness of an interval (see the module docs).
+    /// The fitness of an interval (see the module docs): `rate` and
+    /// `reference` in bytes per second, `queueing` and `base_rtt` in
+    /// seconds. Without a reference the rate term is 0 for every interval.
     pub fn fitness(
         &self,
         rate: f64,
-        best_rate: f64,
+        reference: f64,
         queueing: f64,
         base_rtt: f64,
         loss: f64,
     ) -> f64 {
-        let r = if best_rate > 0.0 {
-            rate / best_rate
+        let r = if reference > 0.0 {
+            rate / reference
         } else {
             0.0
         };
@@ -344,7 +390,6 @@ impl Smcc {
             return;
         }
         let rate = iv.acked_bytes as f64 / secs;
-        self.best_rate = self.best_rate.max(rate);
         let queueing = if iv.samples > 0 {
             iv.queueing_sum / iv.samples as f64
         } else {
@@ -356,7 +401,11 @@ impl Smcc {
         } else {
             0.0
         };
-        let f = self.fitness(rate, self.best_rate, queueing, base, loss);
+        if self.reference_rate <= 0.0 {
+            // No delivery-rate sample when tuning began: the first one since.
+            self.reference_rate = self.max_rate_bps / 8.0;
+        }
+        let f = self.fitness(rate, self.reference_rate, queueing, base, loss);
         self.last_fitness = f;
         self.swarm.report(f);
         let next = if self.swarm.finished() {
@@ -391,10 +440,10 @@ impl CongestionController for Smcc {
             self.interval.samples += 1;
         }
         self.interval.acked_bytes += ack.acked_bytes as u64;
+        self.max_rate_bps = self.max_rate_bps.max(ack.delivery_rate as f64 * 8.0);
 
         if let Some(table) = self.cfg.table.clone() {
             // Offline mode: choose once, at the first exit from slow start.
-            self.max_rate_bps = self.max_rate_bps.max(ack.delivery_rate as f64 * 8.0);
             if self.chosen.is_none() && !self.vegas.in_slow_start() {
                 let rtt_ms = self.vegas.base_rtt().map_or(0.0, |b| b.as_secs_f64() * 1e3);
                 let (i, e) = table.nearest(rtt_ms, self.max_rate_bps);
@@ -407,6 +456,7 @@ impl CongestionController for Smcc {
         if !self.tuning {
             if !self.vegas.in_slow_start() && !self.swarm.finished() {
                 self.tuning = true;
+                self.reference_rate = self.max_rate_bps / 8.0;
                 let first = self.swarm.candidate();
                 self.apply(first);
                 self.start_interval(now);
@@ -460,7 +510,12 @@ impl CongestionController for Smcc {
         let (particle, iteration) = self.swarm.progress();
         f("smcc_alpha", self.alpha);
         f("smcc_beta", self.beta);
-        f("smcc_particle", particle as f64);
+        let particle = if self.swarm.remeasuring() {
+            -1.0
+        } else {
+            particle as f64
+        };
+        f("smcc_particle", particle);
         f("smcc_iteration", iteration as f64);
         f("smcc_fitness", self.last_fitness);
         if self.cfg.table.is_some() {
@@ -485,6 +540,19 @@ mod tests {
         assert_eq!(r([30.0, 5.0]), [19.5, 20.0]);
         assert_eq!(r([5.0, 4.0]), [5.0, 5.5]);
         assert_eq!(r([2.0, 9.0]), [2.0, 9.0]);
+        // alpha >= 1 and beta > alpha whatever comes in (a NaN used to pass
+        // through `clamp` untouched and reach Vegas).
+        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -3.0, 0.5] {
+            for y in [f64::NAN, f64::INFINITY, 0.0, 1.2] {
+                for [a, b] in [r([x, y]), keep_order([x, y])] {
+                    assert!(
+                        a >= 1.0 && b >= a + 0.5 && b.is_finite(),
+                        "{x} {y}: {a} {b}"
+                    );
+                }
+            }
+        }
+        assert_eq!(r([f64::NAN, f64::NAN]), [1.0, 1.5]);
     }
 
     #[test]
@@ -542,6 +610,48 @@ mod tests {
         let (best, _) = d.cc.swarm().best();
         assert_eq!(d.cc.thresholds(), (best[0], best[1]));
         assert!(seen.len() >= 3, "{seen:?}");
+    }
+
+    /// Item 2 of the SMCC review. Particle 0 delivers half of what the path
+    /// carried in slow start, particle 1 all of it. Dividing by the best
+    /// interval rate so far scored both 1.0 (each was the best when it was
+    /// measured) and kept particle 0; against the fixed reference they
+    /// score 0.5 and 1.0, and particle 1 is the best.
+    #[test]
+    fn fitness_is_utilisation_of_a_fixed_reference() {
+        let cfg = SmccConfig {
+            swarm: 2,
+            iterations: 1,
+            rounds: 2,
+            ..Default::default()
+        };
+        let mut d = smcc(cfg);
+        // Slow start: 10 packets per 100 ms, in one ACK each (one round).
+        d.send_and_ack(10, false);
+        force_avoidance(&mut d);
+        d.send_and_ack(10, false);
+        assert!(d.cc.tuning);
+        assert!((d.cc.reference_rate - 10.0 * MSS as f64 / 0.1).abs() < 1.0);
+        let p0 = d.cc.thresholds();
+        d.send_and_ack(5, false);
+        d.send_and_ack(5, false);
+        let f0 = d.cc.last_fitness;
+        let p1 = d.cc.thresholds();
+        assert_ne!(p0, p1);
+        d.send_and_ack(10, false);
+        d.send_and_ack(10, false);
+        let f1 = d.cc.last_fitness;
+        assert!((f0 - 0.5).abs() < 1e-3, "{f0}");
+        assert!((f1 - 1.0).abs() < 1e-3, "{f1}");
+        // The best is re-measured next: particle 1's values.
+        assert!(d.cc.swarm().remeasuring());
+        assert_eq!(d.cc.thresholds(), p1);
+        d.send_and_ack(10, false);
+        d.send_and_ack(10, false);
+        assert!(d.cc.swarm().finished());
+        let (best, _) = d.cc.swarm().best();
+        assert_eq!(repair(20.0)(best), [p1.0, p1.1]);
+        assert_eq!(d.cc.thresholds(), p1);
     }
 
     fn force_avoidance(d: &mut Driver<Smcc>) {

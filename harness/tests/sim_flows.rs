@@ -314,3 +314,30 @@ fn start_jitter_desynchronises_repetitions_and_zero_changes_nothing() {
     // against `rep_flows`; tests/sim.rs checks that a run is a function
     // of its starts and seeds.)
 }
+
+/// A paced packet leaves at its own release time, not the next packet's:
+/// an application-limited flow on an idle link sees RTT samples of the
+/// path (40 ms plus under a millisecond of serialization), not the path
+/// plus a pacing interval (the bug: ~3 ms here, every sample).
+#[test]
+fn paced_packets_leave_at_their_own_release_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sim(
+        r#"
+name = "pacing"
+duration = "6s"
+[link]
+rate = "20mbit"
+rtt = "40ms"
+queue = "1bdp"
+[[flows]]
+cc = "newreno"
+rate = "2mbit"
+"#,
+        &dir.path().join("r"),
+    );
+    let rtt = &s["repetitions"][0]["flows"][0]["rtt_ms"];
+    let (min, mean) = (rtt["min"].as_f64().unwrap(), rtt["mean"].as_f64().unwrap());
+    assert!(min >= 40.0, "{rtt}");
+    assert!(mean < 41.5, "RTT samples carry a pacing delay: {rtt}");
+}
