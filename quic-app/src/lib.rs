@@ -355,7 +355,10 @@ mod qlog_filter_tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("metrics_updated") && text.contains("packet_lost"));
         assert!(text.contains("file_schema") && text.ends_with("simulation:marker\"}"));
-        assert!(!text.contains("packet_sent") && !text.contains("packet_received"), "{text}");
+        assert!(
+            !text.contains("packet_sent") && !text.contains("packet_received"),
+            "{text}"
+        );
         assert_eq!(QlogLevel::parse("metrics"), Some(QlogLevel::Metrics));
     }
 }
