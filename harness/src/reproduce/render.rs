@@ -405,7 +405,7 @@ pub fn markdown(m: &Manifest, r: &PaperResult, jobs: &JobView<'_>) -> String {
     let _ = writeln!(s, "# Reproduction: {}\n", r.title);
     let _ = writeln!(
         s,
-        "Paper: `seeds/{}`. Reproduced with `cclab reproduce {}{}` on the `{}` link: {} run(s) ({} run now, the rest reused), {:.0} s wall time{}.\n",
+        "Paper: `seeds/{}`. Reproduced with `cclab reproduce {}{}` on the `{}` link: {} run(s), {} of them by this invocation (the rest reused from an earlier one), which took {:.0} s of wall time{}.\n",
         r.seed,
         r.paper,
         if r.quick { " --quick" } else { "" },
