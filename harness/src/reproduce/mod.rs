@@ -217,7 +217,7 @@ const QLOG_METRICS: &[&str] = &["rtt_ms", "rtt_p95_ms", "cwnd_cv", "cwnd_kb", "l
 
 /// The qlog level point `p` of experiment `e` needs: `opts.qlog_level`
 /// when a claim or figure reads the senders' qlog there, else off (qlog
-/// costs about three quarters of a simulation's time and most of its disk).
+/// more than halves a simulation's speed and takes most of its disk).
 fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app::QlogLevel {
     let hits = |sels: &BTreeMap<String, String>| {
         sels.values()
