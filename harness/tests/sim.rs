@@ -1,6 +1,8 @@
 //! The virtual-time link (`sim`): determinism, the seed's effect, every
 //! algorithm under virtual time, and the result directory matching emu's.
 
+mod common;
+use common::files;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -28,31 +30,6 @@ fn sim(sc: &Scenario, out: &Path) -> Value {
     };
     run(sc, &cfg).unwrap();
     serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
-}
-
-/// Every file of a run, relative path to bytes, except those that hold
-/// wall-clock facts by design (metadata.json, status.json: start times;
-/// sim.json: wall time of the simulation).
-fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let rel = p.strip_prefix(root).unwrap().display().to_string();
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if ["metadata.json", "status.json", "sim.json"].contains(&name.as_str()) {
-                continue;
-            }
-            out.push((rel, std::fs::read(&p).unwrap()));
-        }
-    }
-    out.sort();
-    out
 }
 
 const LOSSY: &str = r#"

@@ -3,6 +3,8 @@
 //! (`[[flows]] mtu`) and the `fq`/`wfq` bottleneck schedulers, each through
 //! the same endpoints and link elements the emulator's runs use.
 
+mod common;
+use common::files;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -191,30 +193,6 @@ mtu = 1500
     assert!(max[1][1] <= 1300, "{max:?}");
     assert_eq!(max[2][1], quic_app::MAX_DATAGRAM_SIZE as u16, "{max:?}");
     assert_eq!(max[3][1], 1500, "{max:?}");
-}
-
-/// Every file of a run, relative path to bytes, except those holding
-/// wall-clock facts (metadata.json, status.json, sim.json).
-fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if ["metadata.json", "status.json", "sim.json"].contains(&name.as_str()) {
-                continue;
-            }
-            let rel = p.strip_prefix(root).unwrap().display().to_string();
-            out.push((rel, std::fs::read(&p).unwrap()));
-        }
-    }
-    out.sort();
-    out
 }
 
 /// A deterministic link: drop-tail, no loss, no jitter.
