@@ -18,7 +18,8 @@
 //! first and last points differ by more than their combined half-widths.
 //! `within` is significant when the difference, widened (if it holds) or
 //! narrowed (if it does not) by the combined half-width, stays on the same
-//! side of the tolerance.
+//! side of the tolerance. Nothing measured with one repetition is
+//! significant.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -283,7 +284,8 @@ impl Test {
             Test::Cmp(a, op, b) => {
                 let (x, y) = (a.eval(value)?, b.eval(value)?);
                 let holds = op.holds(x.mean, y.mean);
-                let significant = (x.mean - y.mean).abs() > x.ci95.hypot(y.ci95);
+                let significant =
+                    spread_known(&[x, y]) && (x.mean - y.mean).abs() > x.ci95.hypot(y.ci95);
                 Ok(Outcome {
                     holds,
                     significant,
@@ -297,11 +299,12 @@ impl Test {
                 let holds = d <= tol;
                 Ok(Outcome {
                     holds,
-                    significant: if holds {
-                        d + x.ci95.hypot(y.ci95) <= tol
-                    } else {
-                        d - x.ci95.hypot(y.ci95) > tol
-                    },
+                    significant: spread_known(&[x, y])
+                        && if holds {
+                            d + x.ci95.hypot(y.ci95) <= tol
+                        } else {
+                            d - x.ci95.hypot(y.ci95) > tol
+                        },
                     detail: format!(
                         "{} vs {}: differ by {:.1}% (allowed {:.0}%)",
                         a.show(&x, value),
@@ -336,7 +339,7 @@ impl Test {
         let rho = spearman(&xs, &ys);
         let holds = if *up { rho >= 0.8 } else { rho <= -0.8 };
         let (f, l) = (pts[0].1, pts[pts.len() - 1].1);
-        let significant = (l.mean - f.mean).abs() > f.ci95.hypot(l.ci95);
+        let significant = spread_known(&[f, l]) && (l.mean - f.mean).abs() > f.ci95.hypot(l.ci95);
         let shown: Vec<String> = pts
             .iter()
             .map(|(x, s)| format!("{x}: {}", fmt_stat(s)))
@@ -351,6 +354,13 @@ impl Test {
             ),
         })
     }
+}
+
+/// Whether the measured sides have a spread to compare against: one
+/// repetition has none (its half-width reads 0), so nothing measured once
+/// is called significant. Constants (n = 0) have no spread by nature.
+fn spread_known(sides: &[Stat]) -> bool {
+    sides.iter().all(|s| s.n != 1)
 }
 
 /// Spearman's rank correlation (average ranks for ties).
@@ -622,6 +632,13 @@ mod tests {
             .unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
         assert!(Test::parse("ratio(vegas) > 1").is_err());
+        let mut once = vals();
+        once.values_mut().for_each(|s| s.n = 1);
+        let o = Test::parse("smcc < vegas").unwrap().eval(&once).unwrap();
+        assert!(
+            o.holds && !o.significant,
+            "one repetition has no spread: {o:?}"
+        );
         let o = Test::parse("within(smcc, reno, 10%)")
             .unwrap()
             .eval(&vals())
