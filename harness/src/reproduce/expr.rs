@@ -49,35 +49,19 @@ impl Stat {
     }
 
     /// Mean and Student-t 95% half-width of samples (non-finite ones
-    /// skipped); `None` when none is finite.
+    /// skipped; [`crate::run::mean_ci`], as run summaries use); `None`
+    /// when none is finite.
     pub fn of(xs: &[f64]) -> Option<Stat> {
         let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
         if v.is_empty() {
             return None;
         }
-        let n = v.len();
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let ci95 = if n > 1 {
-            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            t95(n - 1) * (var / n as f64).sqrt()
-        } else {
-            0.0
-        };
-        Some(Stat { mean, ci95, n })
-    }
-}
-
-/// Two-sided 95% Student-t quantile for `df` degrees of freedom.
-pub fn t95(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::NAN,
-        1..=30 => T[df - 1],
-        _ => 1.96,
+        let (mean, ci95) = crate::run::mean_ci(&v);
+        Some(Stat {
+            mean,
+            ci95,
+            n: v.len(),
+        })
     }
 }
 
