@@ -3,13 +3,11 @@
 
 mod common;
 use common::files;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use harness::link::Backend;
-use harness::run::{run, RunConfig};
+use harness::run::run;
 use harness::scenario::Scenario;
 use serde_json::Value;
 
@@ -18,16 +16,7 @@ fn scenario(text: &str) -> Scenario {
 }
 
 fn sim(sc: &Scenario, out: &Path) -> Value {
-    let cfg = RunConfig {
-        out: out.to_path_buf(),
-        bin_dir: PathBuf::from("/nonexistent"),
-        backend: Backend::Sim,
-        quiet: true,
-        stop: Arc::new(AtomicBool::new(false)),
-        per_packet_log: true,
-        threads: 0,
-        qlog_level: quic_app::QlogLevel::Base,
-    };
+    let cfg = common::sim_config(out, quic_app::QlogLevel::Base);
     run(sc, &cfg).unwrap();
     serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
 }

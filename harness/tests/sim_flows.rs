@@ -5,28 +5,16 @@
 
 mod common;
 use common::files;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::path::Path;
 
 use harness::bottleneck::{Kind, Reader};
-use harness::link::Backend;
-use harness::run::{run, RunConfig};
+use harness::run::run;
 use harness::scenario::Scenario;
 use serde_json::Value;
 
 fn sim(text: &str, out: &Path) -> Value {
     let sc = Scenario::parse(text, "test", Path::new(".")).unwrap();
-    let cfg = RunConfig {
-        out: out.to_path_buf(),
-        bin_dir: PathBuf::from("/nonexistent"),
-        backend: Backend::Sim,
-        quiet: true,
-        stop: Arc::new(AtomicBool::new(false)),
-        per_packet_log: true,
-        threads: 0,
-        qlog_level: quic_app::QlogLevel::Core,
-    };
+    let cfg = common::sim_config(out, quic_app::QlogLevel::Core);
     run(&sc, &cfg).unwrap();
     serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
 }

@@ -1,6 +1,26 @@
 //! Helpers shared by the simulator's integration tests.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use harness::link::Backend;
+use harness::run::RunConfig;
+
+/// A simulator run into `out` with the per-packet log, repetitions on every
+/// core, and qlog at `qlog_level`.
+pub fn sim_config(out: &Path, qlog_level: quic_app::QlogLevel) -> RunConfig {
+    RunConfig {
+        out: out.to_path_buf(),
+        bin_dir: PathBuf::from("/nonexistent"),
+        backend: Backend::Sim,
+        quiet: true,
+        stop: Arc::new(AtomicBool::new(false)),
+        per_packet_log: true,
+        threads: 0,
+        qlog_level,
+    }
+}
 
 /// Every file of a run, relative path to bytes, except those that hold
 /// wall-clock facts by design (metadata.json, status.json: start times;
