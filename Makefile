@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu lint clean
+.PHONY: all bootstrap build test test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
 
 all: build
 
@@ -18,6 +18,39 @@ test: bootstrap
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) reproduce-quick
+	$(MAKE) test-report
+	$(MAKE) test-netem
+
+# The tests that need kernel netem, in a user-mode Linux guest when this
+# host's kernel has none (`cclab vm`); skipped with the reason printed when
+# no guest can start.
+test-netem: bootstrap
+	./scripts/test-netem.sh
+
+# The HTML report in headless Chromium (installs Debian's chromium when
+# missing; prints SKIP and passes when it cannot): fails on a JavaScript
+# error, a network request or a blank figure.
+test-report: bootstrap
+	$(CARGO) build --release -p harness --bin cclab
+	python3 scripts/test-report-chromium.py --cclab target/release/cclab
+
+# docs/images/report-*.png: every algorithm on the sim link (about a minute).
+report-screenshots: bootstrap
+	./scripts/report-screenshots.sh
+
+# The embedding examples (examples/embed/: a plain quiche client and a
+# tokio-quiche server picking plugins by spec) against quic-server and
+# quic-client, and the README's plugin walkthrough checked against the code.
+# Each example builds quiche and BoringSSL of its own: about 12 minutes cold
+# on 2 busy cores, 22 s warm.
+test-embed: bootstrap
+	./scripts/test-embed.sh
+
+# quiche 0.30.0's own example HTTP/3 client fetches from quic-server
+# (QUICHE_CLIENT=path/to/quiche-client adds quiche's app client and checks
+# Version Negotiation). Builds quiche's example once (minutes, ~800 MB).
+test-quiche-example-client: bootstrap
+	./scripts/test-quiche-example-client.sh
 
 # Every seed paper's evaluation, shortened (fewer repetitions, shorter
 # runs), on the virtual-time link; checks that every claim got a verdict
@@ -66,6 +99,19 @@ bench-sim: bootstrap
 # The same scenarios on sim and on emu (real processes), side by side.
 sim-vs-emu: bootstrap
 	./scripts/sim-vs-emu.sh
+
+# One QUIC flow on kernel netem (20 Mbit/s, 40 ms, 1 BDP drop-tail, CUBIC,
+# 10 s), in a user-mode Linux guest when this host's kernel has no netem;
+# writes results/cli-<time>/ like any run.
+netem-run: bootstrap
+	$(CARGO) build --release -p harness -p quic-server -p quic-client
+	./target/release/cclab run --vm --link netem --cc cubic --rate 20mbit --rtt 40ms --queue 1bdp --duration 10s
+
+# Kernel netem (in a guest when this host has none) against our emulator:
+# UDP probe rate and delay, the rates the guest can be trusted at, and QUIC
+# flows on drop-tail, RED and CoDel, side by side.
+netem-vs-emu: bootstrap
+	./scripts/netem-vs-emu.sh
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check

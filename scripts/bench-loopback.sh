@@ -7,6 +7,13 @@
 # QUICHE_APPS=DIR (a directory with quiche's own quiche-server and
 # quiche-client binaries, built from a quiche checkout) measures them too,
 # interleaved run by run with ours, and prints the ratio.
+#
+# QLOG=LEVEL (off, metrics, packets/core, base, extra; default off) has
+# both ends write qlog (deleted after each run; its size is the last
+# column). QLOG_COMPRESS=true|false picks zstd or plain files (default:
+# zstd). QLOG_COMPARE=1 runs ours with zstd and with plain qlog in turn,
+# run by run, and prints the goodput and CPU ratios (zstd / plain): the
+# cost of compressing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,20 +37,29 @@ wait_listening() { # file -> address
     echo "server did not start" >&2; return 1
 }
 
-ours() {
-    /usr/bin/time -f "%U %S %M" -o "$work/s.time" "$bin/quic-server" --listen 127.0.0.1:0 --cc "$cc" --quiet >"$work/s.out" 2>"$work/s.err" &
+qlog=${QLOG:-off}
+
+ours() { # [zstd or plain qlog: true|false]
+    local q=(--qlog-level "$qlog")
+    if [ "$qlog" != off ]; then
+        rm -rf "$work/qlog"; q+=(--qlog-dir "$work/qlog")
+        if [ -n "${1:-${QLOG_COMPRESS:-}}" ]; then q+=(--qlog-compress "${1:-$QLOG_COMPRESS}"); fi
+    fi
+    /usr/bin/time -f "%U %S %M" -o "$work/s.time" "$bin/quic-server" --listen 127.0.0.1:0 --cc "$cc" --quiet "${q[@]}" >"$work/s.out" 2>"$work/s.err" &
     local spid=$!
     local addr; addr=$(wait_listening "$work/s.out")
-    /usr/bin/time -f "%U %S %M" -o "$work/c.time" "$bin/quic-client" "https://$addr/bytes/$bytes" --json >"$work/c.json"
+    /usr/bin/time -f "%U %S %M" -o "$work/c.time" "$bin/quic-client" "https://$addr/bytes/$bytes" --json "${q[@]}" >"$work/c.json"
     pkill -INT -P "$spid" || true; wait "$spid" || true
-    python3 - "$work" <<'PY'
+    local qlog_mb=0
+    if [ -d "$work/qlog" ]; then qlog_mb=$(du -sm "$work/qlog" | cut -f1); rm -rf "$work/qlog"; fi
+    python3 - "$work" "$qlog_mb" <<'PY'
 import json, sys
 w = sys.argv[1]
 r = json.load(open(f"{w}/c.json"))
 su, ss, sm = open(f"{w}/s.time").read().split()[-3:]
 cu, cs, cm = open(f"{w}/c.time").read().split()[-3:]
 assert r["complete"], r
-print(f"{r['goodput_bps']/1e9:.3f} {float(su)+float(ss):.2f} {int(sm)//1024} {float(cu)+float(cs):.2f} {int(cm)//1024} {r['duration_s']:.3f}")
+print(f"{r['goodput_bps']/1e9:.3f} {float(su)+float(ss):.2f} {int(sm)//1024} {float(cu)+float(cs):.2f} {int(cm)//1024} {r['duration_s']:.3f} {sys.argv[2]}")
 PY
 }
 
@@ -73,8 +89,35 @@ print(f"{n*8/d/1e9:.3f} {float(su)+float(ss):.2f} {int(sm)//1024} {float(cu)+flo
 PY
 }
 
-echo "loopback download of $bytes bytes, cc=$cc, $reps runs each"
-echo "impl      run  Gbit/s  server-cpu-s  server-MB  client-cpu-s  client-MB  seconds"
+if [ -n "${QLOG_COMPARE:-}" ]; then
+    [ "$qlog" != off ] || qlog=core
+    echo "loopback download of $bytes bytes, cc=$cc, qlog $qlog, zstd and plain in turn, $reps runs each"
+    echo "qlog      run  Gbit/s  server-cpu-s  server-MB  client-cpu-s  client-MB  seconds  qlog-MB"
+    : >"$work/zstd"; : >"$work/plain"
+    for i in $(seq "$reps"); do
+        for mode in zstd plain; do
+            flag=true; [ "$mode" = plain ] && flag=false
+            line=$(ours "$flag"); printf '%-9s %-4s %s\n' "$mode" "$i" "$line"; echo "$line" >>"$work/$mode"
+        done
+    done
+    python3 - "$work" <<'PY'
+import statistics, sys
+w = sys.argv[1]
+rows = {m: [list(map(float, l.split())) for l in open(f"{w}/{m}") if l.strip()] for m in ("zstd", "plain")}
+med = {m: [statistics.median(c) for c in zip(*r)] for m, r in rows.items()}
+for m in ("zstd", "plain"):
+    o = med[m]
+    print(f"median {m:5}: {o[0]:.3f} Gbit/s, server {o[1]:.2f} CPU-s, client {o[3]:.2f} CPU-s, qlog {o[6]:.0f} MB")
+pairs = list(zip(rows["zstd"], rows["plain"]))
+g = statistics.median(z[0] / p[0] for z, p in pairs)
+c = statistics.median((z[1] + z[3]) / (p[1] + p[3]) for z, p in pairs)
+print(f"zstd/plain, median of pairs: goodput {g:.3f}, CPU seconds of both ends {c:.3f}")
+PY
+    exit 0
+fi
+
+echo "loopback download of $bytes bytes, cc=$cc, qlog $qlog, $reps runs each"
+echo "impl      run  Gbit/s  server-cpu-s  server-MB  client-cpu-s  client-MB  seconds  qlog-MB"
 : >"$work/ours"; : >"$work/theirs"
 for i in $(seq "$reps"); do
     line=$(ours); echo "ours      $i    $line"; echo "$line" >>"$work/ours"

@@ -35,6 +35,7 @@ pub mod dcm;
 pub mod estimators;
 pub mod ewphcc;
 pub mod exp;
+pub mod fixed;
 pub mod newreno;
 pub mod pso;
 pub mod registry;

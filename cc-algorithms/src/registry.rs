@@ -598,6 +598,19 @@ const ENTRIES: &[Entry] = &[
     },
     Entry {
         info: AlgorithmInfo {
+            name: "fixed",
+            summary: "a constant window of `window` packets: no reaction to loss or delay (a reference flow; the README's example plugin)",
+            origin: Origin::Plugin,
+            params: &[number("window", "packets", 10.0, 2.0, 100000.0, "the congestion window")],
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(crate::fixed::FixedConfig {
+                window: p.get("window").round() as usize,
+            }))
+        },
+    },
+    Entry {
+        info: AlgorithmInfo {
             name: "reno",
             summary: "quiche's built-in Reno",
             origin: Origin::Builtin,

@@ -46,7 +46,7 @@ pub struct LinkArgs {
     /// Queue limit: 100pkt, 64kb or 1bdp.
     #[arg(long)]
     pub queue: Option<String>,
-    /// Queue management: droptail, red[:...], codel[:...].
+    /// Queue management: droptail, red[:...], codel[:...], pie[:...].
     #[arg(long)]
     pub aqm: Option<String>,
     /// A mahimahi trace file for time-varying capacity (instead of --rate).

@@ -19,3 +19,4 @@ pub mod scenario;
 pub mod sim;
 pub mod sweep;
 pub mod tune;
+pub mod vm;

@@ -62,6 +62,10 @@ pub struct Caps {
     pub red: bool,
     /// `sch_codel` works.
     pub codel: bool,
+    /// `sch_fq_codel` works.
+    pub fq_codel: bool,
+    /// `sch_pie` works.
+    pub pie: bool,
     /// `sch_tbf` works.
     pub tbf: bool,
     /// `sch_htb` works.
@@ -99,6 +103,8 @@ pub fn probe() -> Caps {
         "1mbit",
     ]);
     caps.codel = try_qdisc(&["codel"]);
+    caps.fq_codel = try_qdisc(&["fq_codel"]);
+    caps.pie = try_qdisc(&["pie"]);
     let _ = netns::delete(&ns);
     // iproute2 prints netem's usage (to stderr) for "help"; look for seed.
     if let Ok(out) = std::process::Command::new("tc")
@@ -125,11 +131,13 @@ fn tc_rate(bps: f64) -> String {
 /// are the userspace emulator's).
 pub fn unsupported_sched(link: &LinkSpec) -> Option<NetemError> {
     [Dir::Up, Dir::Down].into_iter().find_map(|dir| {
-        let s = link.dir(dir).sched;
-        (s != Sched::Fifo).then(|| {
+        let d = link.dir(dir);
+        let fq_codel = d.sched == Sched::Fq && matches!(d.aqm, Aqm::CoDel(_));
+        (d.sched != Sched::Fifo && !fq_codel).then(|| {
             NetemError::Unsupported(format!(
-                "link.{dir}.sched: `{}` is not supported on --link netem yet (the kernel path has one FIFO queue per direction)",
-                s.as_str()
+                "link.{dir}.sched: `{}` with aqm `{}` is not supported on --link netem (the kernel path has one FIFO queue per direction, or fq_codel for sched = \"fq\" with aqm = \"codel\")",
+                d.sched.as_str(),
+                d.aqm.name()
             ))
         })
     })
@@ -143,6 +151,10 @@ pub fn needs_netem(d: &DirectionSpec) -> bool {
         || d.duplicate > 0.0
         || d.reorder > 0.0
 }
+
+/// netem's own `rate` when it is there only to keep jittered packets in
+/// order.
+pub const NO_REORDER_RATE: &str = "100gbit";
 
 /// netem's `limit` in packets: room for the whole delay line at the
 /// direction's rate with packets as small as 64 bytes, at least 1000.
@@ -166,6 +178,14 @@ pub fn netem_args(ns: &str, dev: &str, d: &DirectionSpec, seed: Option<u64>) -> 
         if d.jitter_distribution != crate::link::JitterDistribution::Uniform {
             a.extend(["distribution".into(), d.jitter_distribution.as_str().into()]);
         }
+    }
+    if d.jitter_ns > 0 && d.reorder == 0.0 {
+        // Jitter alone makes netem reorder (each packet's delay is drawn
+        // independently and its queue is sorted by release time), which
+        // cuts QUIC's goodput sharply. With a `rate`, netem releases each
+        // packet no earlier than the one ahead of it: the emulator's jitter
+        // exactly, at a rate far above any link's (0.1 ns per 1500 bytes).
+        a.extend(["rate".into(), NO_REORDER_RATE.into()]);
     }
     match d.loss {
         LossModel::None => {}
@@ -213,6 +233,31 @@ pub fn red_burst(min_bytes: f64, avpkt: f64, wq: f64) -> u32 {
         .unwrap_or(first)
 }
 
+/// How much of the rate, in seconds, the shaper's token bucket holds.
+///
+/// The shaper releases a waiting packet from a timer; if the timer fires
+/// late, the tokens that came in meanwhile are kept only up to the bucket's
+/// depth, and the rest of the link's capacity is lost. On a host kernel
+/// timers are precise and 1 ms is plenty. In a guest they are not: in
+/// user-mode Linux on a loaded 2-core host, a 20 Mbit/s tbf delivered 14.4
+/// Mbit/s with 1 ms, 15.3 with 4 ms and 19.93 (-0.3%) with 10 ms. So 10 ms
+/// inside `cclab vm` (`CCLAB_IN_VM`), which lets a bottleneck that was idle
+/// send up to 10 ms of its rate back to back; `CCLAB_SHAPER_BURST_MS`
+/// overrides both. The tc lines, with the depth, are in each run's
+/// metadata.
+pub fn shaper_burst_s() -> f64 {
+    let ms = std::env::var("CCLAB_SHAPER_BURST_MS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .unwrap_or(if std::env::var_os("CCLAB_IN_VM").is_some() {
+            10.0
+        } else {
+            1.0
+        });
+    ms / 1e3
+}
+
 /// The `tc` commands (argument lists) for direction `dir`'s bottleneck on
 /// the router's egress `dev` in `ns`.
 pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> Vec<Vec<String>> {
@@ -220,8 +265,9 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
     let rate = tc_rate(d.rate_bps);
     let limit = link.queue_bytes(dir, mtu);
-    // Bucket depth: 1 ms of the rate, at least two packets.
-    let burst = ((d.rate_bps / 8.0 / 1000.0) as u64)
+    // Bucket depth: 1 ms of the rate (more in a guest, see
+    // `shaper_burst_s`), at least two packets.
+    let burst = ((d.rate_bps / 8.0 * shaper_burst_s()) as u64)
         .max(2 * mtu)
         .to_string();
     let base = s(&[
@@ -276,6 +322,25 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
                 &rate,
             ]))
         }
+        (Aqm::CoDel(c), _) if d.sched == Sched::Fq => {
+            // The kernel's fq_codel: flows hashed by 5-tuple into their own
+            // queues, served by deficit round robin one MTU at a time, CoDel
+            // on each. It also serves new (sparse) flows first, which the
+            // emulator's fq does not; its limit is over all flows.
+            let pkts = (limit / mtu).max(1);
+            leaf.extend(s(&[
+                "fq_codel",
+                "limit",
+                &pkts.to_string(),
+                "target",
+                &format_duration_ns(c.target_ns),
+                "interval",
+                &format_duration_ns(c.interval_ns),
+                "quantum",
+                &mtu.to_string(),
+                "noecn",
+            ]))
+        }
         (Aqm::CoDel(c), _) => {
             let pkts = (limit / mtu).max(1);
             leaf.extend(s(&[
@@ -288,6 +353,37 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
                 &format_duration_ns(c.interval_ns),
                 "noecn",
             ]))
+        }
+        (Aqm::Pie(p), _) => {
+            // Linux's pie (RFC 8033): `limit` in packets; `target` and
+            // `tupdate` as times (tc sends µs; the kernel rounds tupdate up
+            // to whole jiffies); `alpha` and `beta` as integers 0..32 in
+            // units of 1/16 (the RFC's 0.125 and 1.25 are tc's 2 and 20);
+            // `noecn` (the emulator cannot mark); `bytemode` when asked.
+            // The burst allowance is fixed at 150 ms in the kernel (setup
+            // refuses any other `max_burst`), and the delay comes from
+            // per-packet timestamps, the default since Linux 5.1 (older
+            // kernels only have the dequeue-rate estimate and no
+            // de-randomization).
+            let pkts = (limit / mtu).max(1);
+            let sixteenths = |x: f64| ((x * 16.0).round() as u32).clamp(1, 32).to_string();
+            leaf.extend(s(&[
+                "pie",
+                "limit",
+                &pkts.to_string(),
+                "target",
+                &format_duration_ns(p.target_ns),
+                "tupdate",
+                &format_duration_ns(p.tupdate_ns),
+                "alpha",
+                &sixteenths(p.alpha),
+                "beta",
+                &sixteenths(p.beta),
+                "noecn",
+            ]));
+            if p.bytemode {
+                leaf.push("bytemode".into());
+            }
         }
     }
     vec![root, class, leaf]
@@ -327,21 +423,74 @@ pub struct QdiscStats {
     pub qlen: u64,
 }
 
-/// Reads the root qdisc's counters from `tc -s -j qdisc show` output.
+/// Reads the root qdisc's counters from `tc -s -j qdisc show` output. Drops
+/// are the larger of the root's and any child's: a leaf AQM (red, codel)
+/// counts its own drops, and whether its parent adds them to its own
+/// depends on where they happen (enqueue or dequeue).
 pub fn parse_root_stats(json: &str) -> Option<QdiscStats> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let root = v
-        .as_array()?
+    let all = v.as_array()?;
+    let root = all
         .iter()
         .find(|q| q.get("root").and_then(|r| r.as_bool()) == Some(true))?;
-    let n = |k: &str| root.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
+    let n = |q: &serde_json::Value, k: &str| q.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     Some(QdiscStats {
-        bytes: n("bytes"),
-        packets: n("packets"),
-        drops: n("drops"),
-        backlog: n("backlog"),
-        qlen: n("qlen"),
+        bytes: n(root, "bytes"),
+        packets: n(root, "packets"),
+        drops: all.iter().map(|q| n(q, "drops")).max().unwrap_or(0),
+        backlog: n(root, "backlog"),
+        qlen: n(root, "qlen"),
     })
+}
+
+/// A long-running `tc -s -j -batch -` in one namespace: each query is one
+/// line in and one JSON line out, with no process started per sample
+/// (which costs milliseconds, and far more in a user-mode Linux guest).
+pub struct TcBatch {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl TcBatch {
+    /// Starts the batch process for namespace `ns`.
+    pub fn start(ns: &str) -> std::io::Result<TcBatch> {
+        netns::validate_name(ns).map_err(std::io::Error::other)?;
+        let mut child = std::process::Command::new("tc")
+            .args(["-n", ns, "-s", "-j", "-batch", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let input = child.stdin.take().expect("piped stdin");
+        let output = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        Ok(TcBatch {
+            child,
+            input,
+            output,
+        })
+    }
+
+    /// The qdiscs of `dev`, as `tc -s -j qdisc show dev DEV` prints them.
+    pub fn qdiscs(&mut self, dev: &str) -> std::io::Result<QdiscStats> {
+        use std::io::{BufRead, Write};
+        writeln!(self.input, "qdisc show dev {dev}")?;
+        self.input.flush()?;
+        let mut line = String::new();
+        if self.output.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::other("tc -batch ended"));
+        }
+        parse_root_stats(&line).ok_or_else(|| {
+            std::io::Error::other(format!("tc -batch: no root qdisc on {dev}: {line}"))
+        })
+    }
+}
+
+impl Drop for TcBatch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl NetemLink {
@@ -370,7 +519,18 @@ impl NetemLink {
             }
             match d.aqm {
                 Aqm::Red(_) if !caps.red => return Err(missing("red")),
+                Aqm::CoDel(_) if d.sched == Sched::Fq && !caps.fq_codel => {
+                    return Err(missing("fq_codel"))
+                }
                 Aqm::CoDel(_) if !caps.codel => return Err(missing("codel")),
+                Aqm::Pie(p) if p.max_burst_ns != crate::link::PieParams::LINUX_MAX_BURST_NS => {
+                    return Err(NetemError::Unsupported(format!(
+                        "link.{dir}.aqm: pie max_burst={} cannot be set on the kernel's pie (fixed at {})",
+                        format_duration_ns(p.max_burst_ns),
+                        format_duration_ns(crate::link::PieParams::LINUX_MAX_BURST_NS)
+                    )))
+                }
+                Aqm::Pie(_) if !caps.pie => return Err(missing("pie")),
                 _ => {}
             }
         }
@@ -430,6 +590,7 @@ impl NetemLink {
 
     /// Samples both directions every `interval` into `path` (JSON lines,
     /// the same [`Sample`] as emu) until the returned sampler is stopped.
+    /// Reads the counters through one `tc -batch` per namespace.
     pub fn start_sampler(
         self: &Arc<Self>,
         interval: Duration,
@@ -439,18 +600,26 @@ impl NetemLink {
         let mut w = SampleWriter::create(&part)?;
         let stop = Arc::new(AtomicBool::new(false));
         let (me, stop2, final_path) = (self.clone(), stop.clone(), path.to_path_buf());
+        let t = &self.topology;
+        let mut router = TcBatch::start(&t.router)?;
+        let mut ends = [TcBatch::start(&t.client)?, TcBatch::start(&t.server)?];
         let handle = std::thread::spawn(move || -> std::io::Result<()> {
             let t0 = std::time::Instant::now();
             let mut prev = [(0.0f64, QdiscStats::default(), 0u64); 2];
+            let mut next = interval;
             while !stop2.load(Ordering::Relaxed) {
-                std::thread::sleep(interval);
+                if let Some(left) = next.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(left);
+                }
+                next += interval;
                 for (i, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
-                    // The counters are read somewhere inside the tc call:
+                    let (_, edev, rdev) = placement(&me.topology, dir);
+                    // The counters are read somewhere inside the query:
                     // stamp the sample at its midpoint.
                     let before = t0.elapsed().as_secs_f64();
-                    let Ok(s) = me.stats(dir) else { continue };
+                    let Ok(s) = router.qdiscs(rdev) else { continue };
                     let t = (before + t0.elapsed().as_secs_f64()) / 2.0;
-                    let nd = me.netem_drops(dir);
+                    let nd = ends[i].qdiscs(edev).map_or(prev[i].2, |q| q.drops);
                     let (pt, ps, pnd) = prev[i];
                     let cap = me.link.dir(dir).rate_bps * (t - pt);
                     let sent = s.bytes.saturating_sub(ps.bytes);
@@ -543,7 +712,7 @@ mod tests {
         let ge = spec("loss = \"ge:p=1%,r=30%,bad=90%,good=0.1%\"\njitter = \"1ms\"");
         assert_eq!(
             line(&netem_args("n", "s0", &ge.down, None)),
-            "-n n qdisc replace dev s0 root handle 1: netem limit 1000 delay 20ms 1ms loss gemodel 1% 30% 90% 0.1%"
+            "-n n qdisc replace dev s0 root handle 1: netem limit 1000 delay 20ms 1ms rate 100gbit loss gemodel 1% 30% 90% 0.1%"
         );
         let mut d = l.up.clone();
         d.jitter_distribution = JitterDistribution::Uniform;
@@ -595,14 +764,67 @@ mod tests {
     }
 
     #[test]
+    fn pie_shaper_line_maps_rfc_parameters_to_tc() {
+        // Defaults: 20 Mbit/s, 1 BDP (100 kB = 66 packets of 1500 B).
+        let d = spec("aqm = \"pie\"");
+        let c = shaper_args("r", "rc0", &d, Dir::Down, 1500);
+        assert_eq!(c.len(), 3);
+        assert_eq!(
+            line(&c[1]),
+            "-n r class replace dev rc0 parent 1: classid 1:1 htb rate 20000000bit ceil 20000000bit burst 3000 cburst 3000"
+        );
+        // RFC alpha 0.125 and beta 1.25 are tc's 2 and 20 (units of 1/16).
+        assert_eq!(
+            line(&c[2]),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: pie limit 66 target 15ms tupdate 15ms alpha 2 beta 20 noecn"
+        );
+        let p = spec("queue = \"200pkt\"\naqm = \"pie:target=5ms,tupdate=30ms,alpha=0.0625,beta=2,bytemode=true\"");
+        assert_eq!(
+            line(&shaper_args("r", "rs0", &p, Dir::Up, 1500)[2]),
+            "-n r qdisc replace dev rs0 parent 1:1 handle 10: pie limit 200 target 5ms tupdate 30ms alpha 1 beta 32 noecn bytemode"
+        );
+        let u = spec("aqm = \"pie:target=2500us,alpha=0.5,beta=0.75\"");
+        assert!(line(&shaper_args("r", "rc0", &u, Dir::Down, 1500)[2])
+            .ends_with("pie limit 66 target 2500us tupdate 15ms alpha 8 beta 12 noecn"));
+    }
+
+    #[test]
+    fn pie_needs_the_qdisc_and_linux_burst_allowance() {
+        // Refused before any namespace is made.
+        let caps = Caps::default();
+        let e = NetemLink::setup(&spec("aqm = \"pie\""), &caps, 1500, false)
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, NetemError::MissingQdisc { qdisc } if qdisc == "pie"),
+            "{e}"
+        );
+        let b = spec("[down]\naqm = \"pie:max_burst=100ms\"");
+        let e = NetemLink::setup(&b, &caps, 1500, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("link.down.aqm: pie max_burst=100ms")
+                && e.contains("150ms")
+                && e.contains("--link emu"),
+            "{e}"
+        );
+        // fq with pie is not fq_codel: the kernel path refuses it.
+        let f = spec("aqm = \"pie\"\nsched = \"fq\"");
+        assert!(unsupported_sched(&f).is_some());
+    }
+
+    #[test]
     fn class_schedulers_are_refused_with_the_field() {
         let mut l = LinkSpec::default();
         assert!(unsupported_sched(&l).is_none());
         l.down.sched = Sched::Wfq;
         let e = unsupported_sched(&l).unwrap().to_string();
         assert!(
-            e.contains("link.down.sched: `wfq` is not supported on --link netem yet")
-                && e.contains("--link emu"),
+            e.contains(
+                "link.down.sched: `wfq` with aqm `droptail` is not supported on --link netem"
+            ) && e.contains("--link emu"),
             "{e}"
         );
         // Refused before any namespace is made.

@@ -160,6 +160,14 @@ pub fn send(
         let gap = size as f64 * 8.0 * 1e9 / rate_bps;
         let total = (duration.as_secs_f64() * 1e9 / gap).ceil() as u64;
         let mut buf = vec![0u8; size];
+        // Sleep until 150 µs before each send, then spin. In a guest with
+        // one virtual CPU (user-mode Linux) spinning starves the receiver
+        // and the kernel's own work, so there the sender only sleeps.
+        let spin_ns = if std::env::var_os("CCLAB_IN_VM").is_some() {
+            0
+        } else {
+            150_000
+        };
         let cpu0 = crate::emu::thread_cpu_ns();
         let start = monotonic_ns();
         let mut sent = Sent {
@@ -175,8 +183,8 @@ pub fn send(
                     break;
                 }
                 let left = due - now;
-                if left > 150_000 {
-                    std::thread::sleep(Duration::from_nanos(left - 100_000));
+                if left > spin_ns {
+                    std::thread::sleep(Duration::from_nanos(left.saturating_sub(spin_ns * 2 / 3)));
                 } else {
                     std::hint::spin_loop();
                 }
@@ -304,4 +312,124 @@ pub fn binomial_99(n: u64, p: f64) -> (f64, f64) {
     let mean = n as f64 * p;
     let sd = (n as f64 * p * (1.0 - p)).sqrt();
     (mean - 2.576 * sd - 0.5, mean + 2.576 * sd + 0.5)
+}
+
+/// Which link a [`measure_link`] probe crosses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeLink {
+    /// The userspace emulator on loopback.
+    Emu,
+    /// Kernel netem/tbf on veth between namespaces (root, a kernel with
+    /// netem).
+    Netem,
+}
+
+/// Bytes a datagram of `payload` bytes occupies where a link counts it:
+/// the UDP payload for emu; + 8 (UDP) + 20 (IPv4) + 14 (Ethernet) for tc
+/// on veth.
+pub fn wire_bytes(link: ProbeLink, payload: u64) -> u64 {
+    match link {
+        ProbeLink::Emu => payload,
+        ProbeLink::Netem => payload + 42,
+    }
+}
+
+/// One probe phase over a link, in the download direction.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LinkProbe {
+    /// Offered load, bit/s of UDP payload.
+    pub offered_bps: f64,
+    /// What arrived, as [`measure`] reports it.
+    pub measured: Measured,
+    /// Delivered rate counted as the link counts bytes ([`wire_bytes`]).
+    pub delivered_wire_bps: f64,
+    /// One-way delay minus (propagation delay + serialization at the
+    /// link's rate), ms: p50, p99, max.
+    pub owd_error_ms: [f64; 3],
+    /// CPU seconds the sender used.
+    pub sender_cpu_s: f64,
+    /// netem only: the bottleneck's qdiscs as the kernel reports them at
+    /// the end (`tc -s -j qdisc show` on the router's egress veth).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_qdiscs: Option<serde_json::Value>,
+}
+
+/// Sends a paced UDP probe through `link`'s down direction (server side to
+/// client side) at `offered_bps` for `duration` and measures it.
+pub fn measure_link(
+    kind: ProbeLink,
+    link: &crate::link::LinkSpec,
+    offered_bps: f64,
+    size: usize,
+    duration: Duration,
+) -> Result<LinkProbe, Box<dyn std::error::Error + Send + Sync>> {
+    let d = link.dir(crate::link::Dir::Down);
+    let (delay_ns, rate) = (d.delay_ns, d.rate_bps);
+    let expected =
+        move |len: u32| delay_ns + (wire_bytes(kind, len as u64) as f64 * 8.0 * 1e9 / rate) as u64;
+    let mut kernel_qdiscs = None;
+    let (sent, arrivals) = match kind {
+        ProbeLink::Emu => {
+            use crate::emu::{EmuConfig, Emulator, Route};
+            let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+            let rx = Receiver::bind(None, lo)?;
+            // The emulator's up direction carries what its clients send:
+            // give it the down direction's description.
+            let mut l = link.clone();
+            l.up = l.down.clone();
+            let mut cfg = EmuConfig::new(
+                l,
+                vec![Route {
+                    listen: lo,
+                    target: rx.local_addr(),
+                }],
+            );
+            cfg.per_packet_log = false;
+            let emu = Emulator::start(cfg)?;
+            let sent = send(None, emu.listen_addrs()[0], offered_bps, size, 1, duration)?;
+            let arrivals =
+                rx.finish(Duration::from_millis(300) + Duration::from_nanos(delay_ns))?;
+            emu.stop()?;
+            (sent, arrivals)
+        }
+        ProbeLink::Netem => {
+            let caps = crate::netem::probe();
+            let n = crate::netem::NetemLink::setup(link, &caps, 1500, true)?;
+            let t = &n.topology;
+            let rx = Receiver::bind(
+                Some(&t.client),
+                SocketAddr::from((crate::netns::CLIENT_IP, 0)),
+            )?;
+            let sent = send(
+                Some(&t.server),
+                rx.local_addr(),
+                offered_bps,
+                size,
+                1,
+                duration,
+            )?;
+            let arrivals =
+                rx.finish(Duration::from_millis(300) + Duration::from_nanos(delay_ns))?;
+            let dev = crate::netns::ROUTER_CLIENT_DEV;
+            kernel_qdiscs = crate::netns::run(
+                "tc",
+                &["-n", &t.router, "-s", "-j", "qdisc", "show", "dev", dev],
+            )
+            .ok()
+            .and_then(|o| serde_json::from_str(&o).ok());
+            drop(n);
+            (sent, arrivals)
+        }
+    };
+    let (measured, owd_error_ms) = measure(&sent, &arrivals, expected);
+    let payload = size.max(HEADER) as f64;
+    Ok(LinkProbe {
+        offered_bps,
+        delivered_wire_bps: measured.delivered_bps * wire_bytes(kind, payload as u64) as f64
+            / payload,
+        measured,
+        owd_error_ms,
+        sender_cpu_s: sent.cpu_s,
+        kernel_qdiscs,
+    })
 }

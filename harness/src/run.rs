@@ -9,7 +9,8 @@
 //!   summary.json       flows, link, bottleneck, fairness (means and 95% CIs)
 //!   rep-N/
 //!     bottleneck.bin, bottleneck-samples.jsonl
-//!     flow-K/ client.json, client-<cid>.sqlog, server-<cid>.sqlog, *.stderr
+//!     flow-K/ client.json, client-<cid>.sqlog.zst, server-<cid>.sqlog.zst, *.stderr
+//!             (`.sqlog`, plain, with CCLAB_QLOG_COMPRESS=0)
 //! ```
 //!
 //! Work happens in `OUT.partial`, renamed to `OUT` when the run completes;
@@ -635,6 +636,15 @@ fn run_rep(
         )?)),
         _ => None,
     };
+    if let Some(n) = &netem_link {
+        // The link as the kernel was told it: one `tc` line per command.
+        let lines: Vec<String> = n
+            .commands
+            .iter()
+            .map(|c| format!("tc {}\n", c.join(" ")))
+            .collect();
+        std::fs::write(dir.join("tc-commands.txt"), lines.concat())?;
+    }
     let (server_ns, client_ns) = match &netem_link {
         Some(n) => (
             Some(n.topology.server.clone()),
@@ -698,7 +708,7 @@ fn run_rep(
     };
     let sampler = match &netem_link {
         Some(n) => Some(n.start_sampler(
-            Duration::from_millis(100),
+            Duration::from_millis(20),
             &dir.join("bottleneck-samples.jsonl"),
         )?),
         None => None,
@@ -838,8 +848,8 @@ fn run_rep(
             .unwrap_or_default();
         let server_qlog = servers
             .iter()
-            .map(|s| s.qlog_dir.join(format!("server-{peer}.sqlog")))
-            .find(|p| !peer.is_empty() && p.exists());
+            .filter(|_| !peer.is_empty())
+            .find_map(|s| quic_app::qlog_file::find(&s.qlog_dir, "server", &peer));
         if let Some(p) = server_qlog {
             let to = c.dir.join(p.file_name().unwrap());
             std::fs::rename(&p, &to)?;
@@ -868,6 +878,26 @@ fn run_rep(
     r.overhead_s = overhead.as_secs_f64();
     r.emu_cpu = emu_report.as_ref().map(|e| (e.cpu_s, e.duration_s));
     Ok(r)
+}
+
+/// The bottleneck's figures from its samples alone (netem, whose qdiscs
+/// give counters, not per-packet times): bytes sent, drops, loss rate in
+/// packets (drops / (sent + drops): tc counts dropped packets, not bytes),
+/// and mean queueing delay as the backlog each sample saw, drained at the
+/// link's rate, weighted by the packets sent in its interval (the delay
+/// those packets met, as emu's per-packet sojourn mean).
+fn from_samples(b: &mut BottleneckResult, samples: &[bottleneck::Sample], d: Dir, rate_bps: f64) {
+    let mine = || samples.iter().filter(|s| s.dir == d.as_str());
+    b.drops = mine().map(|s| s.drops_total).max().unwrap_or(0);
+    b.bytes = mine().map(|s| s.sent_bytes).sum();
+    let packets: u64 = mine().map(|s| s.sent_packets).sum();
+    b.loss_rate = (packets + b.drops > 0).then(|| b.drops as f64 / (packets + b.drops) as f64);
+    if packets > 0 && rate_bps > 0.0 {
+        let weighted: f64 = mine()
+            .map(|s| s.queue_bytes as f64 * 8.0 / rate_bps * s.sent_packets as f64)
+            .sum();
+        b.queue_delay_ms_mean = weighted / packets as f64 * 1e3;
+    }
 }
 
 /// A flow whose client has ended; its directory holds `client.json` and
@@ -928,9 +958,10 @@ pub fn collect_rep(
             }),
             ..FlowResult::default()
         };
-        if c.killed {
-            r.error
-                .get_or_insert_with(|| "still running at the deadline; stopped".into());
+        // A client stopped at the deadline closes its connection and
+        // reports "interrupted" (as on Ctrl-C); say why it was stopped.
+        if c.killed && r.error.as_deref().is_none_or(|e| e == "interrupted") {
+            r.error = Some("still running at the deadline; stopped".into());
         }
         let mut listing: Vec<PathBuf> = std::fs::read_dir(&c.dir)
             .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -1049,12 +1080,7 @@ pub fn collect_rep(
             b.utilization = num / den;
         }
         if counters.is_none() {
-            b.drops = samples
-                .iter()
-                .filter(|s| s.dir == d.as_str())
-                .map(|s| s.drops_total)
-                .max()
-                .unwrap_or(0);
+            from_samples(&mut b, &samples, d, sc.link.dir(d).rate_bps);
         }
     }
     let g: Vec<f64> = results.iter().map(|r| r.goodput_bps).collect();

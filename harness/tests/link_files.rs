@@ -49,8 +49,8 @@ fn the_cli_rejects_bad_links_with_exit_2() {
             "link.queue: `100` is not a queue limit",
         ),
         (
-            &["--aqm", "pie"],
-            "link.aqm: `pie` is not one of droptail, red",
+            &["--aqm", "blue"],
+            "link.aqm: `blue` is not one of droptail, red",
         ),
         (
             &["--up", "speed=1mbit"],

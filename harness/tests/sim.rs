@@ -74,8 +74,8 @@ fn the_same_seed_gives_identical_files_and_another_seed_does_not() {
                 assert!(
                     names
                         .iter()
-                        .any(|n| n.starts_with(&prefix) && n.ends_with(".sqlog")),
-                    "{prefix}*.sqlog in {names:?}"
+                        .any(|n| n.starts_with(&prefix) && quic_app::qlog_file::is_qlog_name(n)),
+                    "{prefix}*.sqlog[.zst] in {names:?}"
                 );
             }
         }
@@ -96,7 +96,10 @@ fn the_same_seed_gives_identical_files_and_another_seed_does_not() {
     for role in ["client-", "server-"] {
         let (name, _) = fa
             .iter()
-            .find(|(n, _)| n.starts_with(&format!("rep-1/flow-0/{role}")) && n.ends_with(".sqlog"))
+            .find(|(n, _)| {
+                n.starts_with(&format!("rep-1/flow-0/{role}"))
+                    && quic_app::qlog_file::is_qlog_name(n)
+            })
             .unwrap();
         let fs = qlog_analysis::summary::summarize_file(&root.join(name), 0.1).unwrap();
         let c = &fs.connections[0];
@@ -194,7 +197,9 @@ fn cclab_run_link_sim_writes_a_result_the_tools_read() {
         .unwrap()
         .to_string();
     let qlog = out.join(&sender);
-    let text = std::fs::read_to_string(&qlog).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut qlog_analysis::input::open(&qlog).unwrap(), &mut text)
+        .unwrap();
     assert!(
         text.contains("simulation:scenario"),
         "the sender's qlog says what it was taken under"

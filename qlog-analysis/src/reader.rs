@@ -264,14 +264,28 @@ impl Ctx<'_> {
     }
 }
 
-/// Reads a qlog file of any flavour into `sink`.
+/// Reads a qlog file of any flavour (plain, gzip or zstd) into `sink`. A
+/// compressed file whose stream ends before its end marker (its writer
+/// was killed) is read up to its last complete block and marked
+/// `truncated`.
 pub fn read_file(path: &Path, sink: &mut dyn Sink) -> Result<ReadStats, ReadError> {
     let p = path.display().to_string();
-    let input = crate::input::open(path).map_err(|source| ReadError::Io {
+    let opened = crate::input::open_file(path).map_err(|source| ReadError::Io {
         path: p.clone(),
         source,
     })?;
-    read(input, &p, sink)
+    let cut = opened.cut.clone();
+    let mut stats = read(opened.input, &p, sink)?;
+    if cut.load(std::sync::atomic::Ordering::Relaxed) {
+        stats.truncated = true;
+        stats.first_problem.get_or_insert_with(|| {
+            format!(
+                "{p}: the {} stream ends early (its writer did not finish it); read up to its last complete block",
+                opened.container
+            )
+        });
+    }
+    Ok(stats)
 }
 
 /// Reads qlog from `input` (`name` is used in messages).

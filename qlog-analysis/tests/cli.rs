@@ -151,3 +151,37 @@ fn errors_name_the_problem() {
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }
 }
+
+/// quic-server and quic-client write `.sqlog.zst`; `qvis` reads it and
+/// writes plain JSON that qvis loads (not compressed), with the same
+/// events as from the plain file.
+#[test]
+fn qvis_of_a_zstd_qlog_writes_plain_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = synth(dir.path(), "c.sqlog", 10);
+    let zst = dir.path().join("c.sqlog.zst");
+    std::fs::write(
+        &zst,
+        zstd::encode_all(&std::fs::read(&plain).unwrap()[..], 1).unwrap(),
+    )
+    .unwrap();
+    let mut outs = Vec::new();
+    for (input, name) in [(&plain, "plain.qlog"), (&zst, "zst.qlog")] {
+        let out = dir.path().join(name);
+        let o = bin()
+            .args(["qvis", "--json"])
+            .arg(input)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let bytes = std::fs::read(&out).unwrap();
+        assert_eq!(bytes[0], b'{', "{name} is not plain JSON");
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let done: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        outs.push((v["traces"][0]["events"].clone(), done["events"].clone()));
+    }
+    assert!(outs[0].0.as_array().is_some_and(|e| e.len() > 100));
+    assert_eq!(outs[0], outs[1]);
+}

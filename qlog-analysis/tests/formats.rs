@@ -73,6 +73,49 @@ fn gzip_and_zstd_read_the_same() {
     }
 }
 
+/// A compressed file whose writer was killed (the stream has no end) reads
+/// as far as its complete blocks go, marked truncated; a plain file cut at
+/// the same point of the content says the same.
+#[test]
+fn a_compressed_file_cut_short_reads_as_far_as_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, truth) = synth(dir.path(), "s.sqlog", 40_000, 0);
+    let raw = std::fs::read(&p).unwrap();
+    let full = summarize_file(&p, 0.1).unwrap();
+    assert!(!full.read.truncated);
+    // zstd as qlog files are written: a stream of blocks, cut partway.
+    let zst = zstd::encode_all(&raw[..], 1).unwrap();
+    assert!(zst.len() > 4 << 10, "{} bytes: too few blocks", zst.len());
+    let cut = dir.path().join("cut.sqlog.zst");
+    std::fs::write(&cut, &zst[..zst.len() / 2]).unwrap();
+    let f = summarize_file(&cut, 0.1).unwrap();
+    assert!(f.read.truncated, "{:?}", f.read);
+    let why = f.read.first_problem.as_deref().unwrap_or_default();
+    assert!(why.contains("cut.sqlog.zst"), "{why}");
+    let s = &f.connections[0];
+    assert!(s.counts.packets_sent > truth.sent / 4, "{:?}", s.counts);
+    assert!(s.counts.packets_sent < truth.sent, "{:?}", s.counts);
+    assert!(s.duration_s < full.connections[0].duration_s);
+    // The same for gzip.
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&raw).unwrap();
+    let gz = e.finish().unwrap();
+    let cut_gz = dir.path().join("cut.sqlog.gz");
+    std::fs::write(&cut_gz, &gz[..gz.len() / 2]).unwrap();
+    let g = summarize_file(&cut_gz, 0.1).unwrap();
+    assert!(g.read.truncated, "{:?}", g.read);
+    assert!(g.connections[0].counts.packets_sent > truth.sent / 4);
+    // Damage that is not a missing end is still an error.
+    let mut bad = zst.clone();
+    let mid = bad.len() / 2;
+    for b in &mut bad[mid..mid + 64] {
+        *b ^= 0x5a;
+    }
+    let broken = dir.path().join("broken.sqlog.zst");
+    std::fs::write(&broken, &bad).unwrap();
+    assert!(summarize_file(&broken, 0.1).is_err());
+}
+
 /// The same events as qlog 0.3 in three containers.
 fn qlog03(container: &str) -> String {
     let events = [

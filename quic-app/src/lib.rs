@@ -16,6 +16,7 @@
 pub mod client;
 #[cfg(feature = "tokio")]
 pub mod io;
+pub mod qlog_file;
 pub mod rate;
 pub mod server;
 
@@ -141,7 +142,8 @@ pub enum QlogLevel {
     /// quiche's `Core` importance: packets sent and received (with their
     /// frames), packets lost, recovery metrics (cwnd, RTT, pacing),
     /// transport parameters and HTTP/3 frames. Enough for `qlog-analysis`
-    /// (goodput then comes from received stream frames) and qvis.
+    /// (goodput then comes from received stream frames) and qvis. Also
+    /// called `packets`: the level with per-packet events.
     Core,
     /// `Core` plus stream data movement, congestion and connection state
     /// changes.
@@ -153,12 +155,13 @@ pub enum QlogLevel {
 }
 
 impl QlogLevel {
-    /// Parses `off`, `metrics`, `core`, `base` or `extra`.
+    /// Parses `off`, `metrics`, `core` (or its alias `packets`), `base` or
+    /// `extra`.
     pub fn parse(s: &str) -> Option<QlogLevel> {
         match s.trim().to_ascii_lowercase().as_str() {
             "off" => Some(QlogLevel::Off),
             "metrics" => Some(QlogLevel::Metrics),
-            "core" => Some(QlogLevel::Core),
+            "core" | "packets" => Some(QlogLevel::Core),
             "base" => Some(QlogLevel::Base),
             "extra" => Some(QlogLevel::Extra),
             _ => None,
@@ -266,9 +269,12 @@ pub fn attach_qlog(
     );
 }
 
-/// Makes `conn` write qlog to `DIR/ROLE-CID.sqlog` (`role` is `client` or
-/// `server`), starting with the generic `events` (name, data) at `now`.
-/// Returns the file, or `None` at [`QlogLevel::Off`].
+/// Makes `conn` write qlog to `DIR/ROLE-CID.sqlog.zst` (`role` is `client`
+/// or `server`; `DIR/ROLE-CID.sqlog` when [`qlog_file::compression`] says
+/// plain), starting with the generic `events` (name, data) at `now`.
+/// Returns the file, or `None` at [`QlogLevel::Off`]. The file is complete
+/// once the connection closes or is dropped ([`qlog_file`] says what a
+/// killed process leaves).
 pub fn qlog_to_file(
     conn: &mut quiche::Connection,
     dir: &std::path::Path,
@@ -282,15 +288,10 @@ pub fn qlog_to_file(
         return Ok(None);
     }
     std::fs::create_dir_all(dir)?;
-    let path = dir.join(format!("{role}-{}.sqlog", hex(cid)));
-    let file = std::fs::File::create(&path)?;
-    attach_qlog(
-        conn,
-        Box::new(std::io::BufWriter::with_capacity(1 << 16, file)),
-        role,
-        cid,
-        level,
-    );
+    let compression = qlog_file::compression();
+    let path = dir.join(format!("{role}-{}.{}", hex(cid), compression.extension()));
+    let file = qlog_file::QlogWriter::create(&path, compression)?;
+    attach_qlog(conn, Box::new(file), role, cid, level);
     for (name, data) in events {
         qlog_event(conn, name, data.clone(), now);
     }
@@ -360,5 +361,13 @@ mod qlog_filter_tests {
             "{text}"
         );
         assert_eq!(QlogLevel::parse("metrics"), Some(QlogLevel::Metrics));
+    }
+
+    #[test]
+    fn packets_is_the_level_with_per_packet_events() {
+        assert_eq!(QlogLevel::parse("packets"), Some(QlogLevel::Core));
+        assert_eq!(QlogLevel::parse("PACKETS"), Some(QlogLevel::Core));
+        assert_eq!(QlogLevel::parse("core"), Some(QlogLevel::Core));
+        assert_eq!(QlogLevel::parse("packet"), None);
     }
 }

@@ -5,8 +5,12 @@
 //! `GET /bytes/<N>?rate=<BPS>` writes the body no faster than BPS bit/s
 //! ([`crate::rate`]): the connection is then application-limited below
 //! that rate. A malformed rate is answered with 400.
+//!
+//! A client that starts with a QUIC version quiche does not speak gets a
+//! Version Negotiation packet (RFC 9000 §6) listing the versions it does,
+//! and no connection state: see [`ServerApp::pop_stateless`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -27,7 +31,86 @@ pub struct ServerStats {
     pub ignored_datagrams: u64,
     /// Requests answered.
     pub requests: u64,
+    /// Version Negotiation packets queued for clients that offered a
+    /// version we do not support.
+    pub version_negotiations: u64,
 }
+
+/// The smallest UDP payload that may carry a client's first packet: RFC
+/// 9000 §14.1 has servers discard Initial packets in smaller datagrams,
+/// and §5.2.2 has them drop smaller packets of unsupported versions. A
+/// Version Negotiation packet is never larger than this, so answering one
+/// never amplifies what a spoofed source sent.
+pub const MIN_INITIAL_DATAGRAM: usize = quiche::MIN_CLIENT_INITIAL_LEN;
+
+/// Most stateless packets waiting to be sent; datagrams that would need
+/// more are dropped (RFC 9000 §5.2.2 lets a server limit its Version
+/// Negotiation packets). Also bounds the queue of a driver that never
+/// takes them.
+const MAX_STATELESS: usize = 64;
+
+/// A packet sent outside any connection: a Version Negotiation packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stateless {
+    /// The packet.
+    pub data: Vec<u8>,
+    /// Its destination: the source of the datagram it answers.
+    pub to: SocketAddr,
+    /// Our address that datagram arrived at.
+    pub from: SocketAddr,
+}
+
+/// The version-independent fields of a long-header packet (RFC 8999
+/// §5.1): version, destination and source connection ID. `None` for a
+/// short header or a datagram too short to hold them. Connection IDs may
+/// be up to 255 bytes here: the 20-byte limit is QUIC v1's, not every
+/// version's.
+pub fn long_header(datagram: &[u8]) -> Option<(u32, &[u8], &[u8])> {
+    let (&first, rest) = datagram.split_first()?;
+    if first & 0x80 == 0 {
+        return None;
+    }
+    let version = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+    let (&dcid_len, rest) = rest[4..].split_first()?;
+    let dcid = rest.get(..dcid_len as usize)?;
+    let (&scid_len, rest) = rest[dcid_len as usize..].split_first()?;
+    let scid = rest.get(..scid_len as usize)?;
+    Some((version, dcid, scid))
+}
+
+/// The Version Negotiation packet (RFC 9000 §17.2.1) that answers a client
+/// packet of `version` with connection IDs `dcid` and `scid`: version 0,
+/// the client's IDs swapped, then every version quiche supports and one
+/// reserved version of the form 0x?a?a?a?a (§15, greasing the client's
+/// handling of unknown versions) taken from `grease` but never equal to
+/// `version`. `unused` fills the seven unused bits of the first byte,
+/// with 0x40 always set, as §17.2.1 asks where QUIC shares a port.
+pub fn version_negotiation(
+    version: u32,
+    dcid: &[u8],
+    scid: &[u8],
+    unused: u8,
+    grease: u32,
+) -> Vec<u8> {
+    let mut grease = (grease & 0xf0f0_f0f0) | 0x0a0a_0a0a;
+    if grease == version {
+        grease ^= 0x1000_0000;
+    }
+    let mut p = Vec::with_capacity(7 + dcid.len() + scid.len() + 8);
+    p.push(0x80 | 0x40 | (unused & 0x3f));
+    p.extend_from_slice(&0u32.to_be_bytes());
+    p.push(scid.len() as u8);
+    p.extend_from_slice(scid);
+    p.push(dcid.len() as u8);
+    p.extend_from_slice(dcid);
+    for v in SUPPORTED_VERSIONS.iter().chain([&grease]) {
+        p.extend_from_slice(&v.to_be_bytes());
+    }
+    p
+}
+
+/// The versions we list: quiche 0.30 speaks QUIC v1 only.
+const SUPPORTED_VERSIONS: [u32; 1] = [quiche::PROTOCOL_VERSION];
 
 /// How the server side behaves.
 #[derive(Debug, Clone)]
@@ -111,6 +194,8 @@ pub struct ServerApp {
     stats: ServerStats,
     last_refusal_log: Option<Instant>,
     closing: bool,
+    /// Packets that belong to no connection, oldest first.
+    stateless: VecDeque<Stateless>,
 }
 
 impl ServerApp {
@@ -130,6 +215,7 @@ impl ServerApp {
             stats: ServerStats::default(),
             last_refusal_log: None,
             closing: false,
+            stateless: VecDeque::new(),
         })
     }
 
@@ -175,8 +261,25 @@ impl ServerApp {
         tag.as_ref()[..quiche::MAX_CONN_ID_LEN].to_vec()
     }
 
+    /// The next packet to send that belongs to no connection (a Version
+    /// Negotiation packet), oldest first. Drivers send these after
+    /// receiving, as they send the connections' packets.
+    pub fn pop_stateless(&mut self) -> Option<Stateless> {
+        self.stateless.pop_front()
+    }
+
     /// A datagram arrived from `from` at our address `to`.
     pub fn recv(&mut self, pkt: &mut [u8], from: SocketAddr, to: SocketAddr, now: Instant) {
+        // Read by the version-independent rules first: what follows the
+        // connection IDs means nothing in a version we do not know.
+        // Version 0 is a Version Negotiation packet, which is never
+        // answered with another (RFC 9000 §6.1).
+        if let Some((version, dcid, scid)) = long_header(pkt) {
+            if version != 0 && !quiche::version_is_supported(version) {
+                self.negotiate_version(pkt.len(), version, dcid, scid, from, to);
+                return;
+            }
+        }
         let hdr = match quiche::Header::from_slice(pkt, quiche::MAX_CONN_ID_LEN) {
             Ok(h) => h,
             Err(_) => {
@@ -188,7 +291,9 @@ impl ServerApp {
             hdr.dcid.to_vec()
         } else {
             let derived = self.derived_cid(&hdr.dcid);
-            if !self.peers.contains_key(&derived) && !self.accept(&hdr, &derived, from, to, now) {
+            if !self.peers.contains_key(&derived)
+                && !self.accept(&hdr, pkt.len(), &derived, from, to, now)
+            {
                 return;
             }
             derived
@@ -199,11 +304,52 @@ impl ServerApp {
         }
     }
 
-    /// Makes a connection for a client Initial; false if the datagram is
-    /// not one we accept.
+    /// Queues a Version Negotiation packet for a client that offered
+    /// `version` in a datagram of `len` bytes, without connection state.
+    fn negotiate_version(
+        &mut self,
+        len: usize,
+        version: u32,
+        dcid: &[u8],
+        scid: &[u8],
+        from: SocketAddr,
+        to: SocketAddr,
+    ) {
+        if self.closing || len < MIN_INITIAL_DATAGRAM || self.stateless.len() >= MAX_STATELESS {
+            self.stats.ignored_datagrams += 1;
+            return;
+        }
+        // The arbitrary bits come from the keyed hash, not a random
+        // source: a simulation stays deterministic.
+        let tag = ring::hmac::sign(&self.cid_key, &[b"version negotiation", dcid].concat());
+        let t = tag.as_ref();
+        let data = version_negotiation(
+            version,
+            dcid,
+            scid,
+            t[0],
+            u32::from_be_bytes([t[1], t[2], t[3], t[4]]),
+        );
+        if data.len() > len {
+            // Never more than arrived (RFC 9000 §8); cannot happen at
+            // 1200 bytes and more, with IDs of at most 255 bytes.
+            self.stats.ignored_datagrams += 1;
+            return;
+        }
+        self.stats.version_negotiations += 1;
+        self.stateless.push_back(Stateless {
+            data,
+            to: from,
+            from: to,
+        });
+    }
+
+    /// Makes a connection for a client Initial that came in a datagram of
+    /// `pkt_len` bytes; false if the datagram is not one we accept.
     fn accept(
         &mut self,
         hdr: &quiche::Header,
+        pkt_len: usize,
         scid: &[u8],
         from: SocketAddr,
         to: SocketAddr,
@@ -212,8 +358,8 @@ impl ServerApp {
         if self.closing
             || hdr.ty != quiche::Type::Initial
             || !quiche::version_is_supported(hdr.version)
+            || pkt_len < MIN_INITIAL_DATAGRAM
         {
-            // Version negotiation is left to clients that speak QUIC v1.
             self.stats.ignored_datagrams += 1;
             return false;
         }

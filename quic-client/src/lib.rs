@@ -159,9 +159,12 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     let mut buf = vec![0u8; 65535];
     let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
     let mut pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
-    // Ctrl-C closes the connection properly, so both qlogs are complete.
+    // Ctrl-C and SIGTERM (how cclab stops a flow at its deadline) close
+    // the connection properly, so both qlogs are complete (a compressed
+    // one is otherwise left without the end of its zstd frame).
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut interrupted = false;
     let timer = quic_app::io::Timer::new()?;
 
@@ -185,6 +188,10 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
             }
             _ = timer.sleep_until(wake) => {}
             _ = &mut ctrl_c, if !interrupted => {
+                interrupted = true;
+                app.interrupt();
+            }
+            _ = term.recv(), if !interrupted => {
                 interrupted = true;
                 app.interrupt();
             }

@@ -42,6 +42,10 @@ fn bad_input_exits_2_and_names_the_problem() {
             &["https://127.0.0.1:4433/bytes/1", "--no-such-flag"],
             "unexpected argument",
         ),
+        (
+            &["https://127.0.0.1:4433/bytes/1", "--qlog-compress", "maybe"],
+            "--qlog-compress: `maybe` is not one of true",
+        ),
     ];
     for (args, expect) in cases {
         let (code, err) = client(args);
@@ -64,9 +68,21 @@ fn nothing_listening_is_a_failed_transfer_not_bad_input() {
     assert_eq!(code, 1, "{err}");
 }
 
+/// A qlog file's text; a compressed one must be a finished zstd frame.
+fn qlog_text(path: &std::path::Path) -> String {
+    let bytes = std::fs::read(path).unwrap();
+    if path.to_string_lossy().ends_with(".sqlog.zst") {
+        assert_eq!(bytes[..4], [0x28, 0xb5, 0x2f, 0xfd], "{}", path.display());
+        let plain = zstd::decode_all(&bytes[..])
+            .unwrap_or_else(|e| panic!("{} is not a finished zstd frame: {e}", path.display()));
+        String::from_utf8(plain).unwrap()
+    } else {
+        String::from_utf8(bytes).unwrap()
+    }
+}
+
 fn has_connection_closed(path: &std::path::Path) -> bool {
-    std::fs::read_to_string(path)
-        .unwrap()
+    qlog_text(path)
         .split('\u{1e}')
         .filter(|r| !r.trim().is_empty())
         .map(|r| serde_json::from_str::<serde_json::Value>(r).expect("qlog record parses"))
@@ -75,8 +91,18 @@ fn has_connection_closed(path: &std::path::Path) -> bool {
 
 #[test]
 fn ctrl_c_closes_the_connection_and_both_qlogs_are_complete() {
+    signal_closes_the_connection_and_both_qlogs_are_complete("INT");
+}
+
+/// SIGTERM is how cclab stops a client still running at its deadline.
+#[test]
+fn sigterm_closes_the_connection_and_both_qlogs_are_complete() {
+    signal_closes_the_connection_and_both_qlogs_are_complete("TERM");
+}
+
+fn signal_closes_the_connection_and_both_qlogs_are_complete(signal: &str) {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("ctrl-c-{}", std::process::id()));
+        .join(format!("sig-{signal}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -115,7 +141,7 @@ fn ctrl_c_closes_the_connection_and_both_qlogs_are_complete() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(800));
     let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
@@ -136,6 +162,14 @@ fn ctrl_c_closes_the_connection_and_both_qlogs_are_complete() {
         .collect();
     assert_eq!(files.len(), 2, "{files:?}");
     for f in &files {
+        // Compressed unless the environment asks for plain files.
+        if std::env::var_os(quic_app::qlog_file::COMPRESS_ENV).is_none() {
+            assert!(
+                f.to_string_lossy().ends_with(".sqlog.zst"),
+                "{}",
+                f.display()
+            );
+        }
         assert!(has_connection_closed(f), "{} is not complete", f.display());
     }
 }

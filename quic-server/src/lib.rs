@@ -40,8 +40,8 @@ pub struct ServerConfig {
     pub qlog_level: QlogLevel,
     /// Generic events (name, data) written at the start of every qlog.
     pub qlog_events: Vec<(String, serde_json::Value)>,
-    /// PEM certificate chain and private key; a self-signed pair is made
-    /// when `None`.
+    /// PEM certificate chain and private key files; when `None`, a
+    /// self-signed pair is made that stays in memory.
     pub cert: Option<(PathBuf, PathBuf)>,
     /// Most connections served at once.
     pub max_connections: usize,
@@ -63,17 +63,19 @@ pub struct Server {
 impl Server {
     /// Binds the socket and prepares TLS and HTTP/3.
     pub async fn bind(settings: ServerConfig) -> anyhow::Result<Server> {
-        let (cert, key) = match &settings.cert {
-            Some(pair) => pair.clone(),
-            None => endpoint::self_signed()?,
+        // The certificate and key go to TLS from memory: nothing is
+        // written to disk, so nothing is left behind however we exit.
+        let tls = match &settings.cert {
+            Some((cert, key)) => endpoint::Identity::from_files(cert, key)?
+                .tls_context(&cert.display().to_string(), &key.display().to_string())?,
+            None => {
+                endpoint::remove_stale_cert_dirs(&std::env::temp_dir());
+                endpoint::self_signed()?.tls_context("(self-signed)", "(self-signed)")?
+            }
         };
-        let mut config = quic_app::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
-        config
-            .load_cert_chain_from_pem_file(&cert.to_string_lossy())
-            .map_err(|e| anyhow::anyhow!("cannot load certificate {}: {e}", cert.display()))?;
-        config
-            .load_priv_key_from_pem_file(&key.to_string_lossy())
-            .map_err(|e| anyhow::anyhow!("cannot load private key {}: {e}", key.display()))?;
+        let mut config =
+            quiche::Config::with_boring_ssl_ctx_builder(quiche::PROTOCOL_VERSION, tls)?;
+        quic_app::configure(&mut config, quiche::h3::APPLICATION_PROTOCOL)?;
         config.set_max_idle_timeout(settings.idle_timeout.as_millis() as u64);
         settings.cc.apply(&mut config);
         if let Some(mtu) = settings.mtu {
@@ -141,6 +143,11 @@ impl Server {
                 _ = timer.sleep_until(wake) => {}
             }
             self.app.process(Instant::now());
+            while let Some(p) = self.app.pop_stateless() {
+                // Stateless packets are unreliable by design: a client whose
+                // Version Negotiation is lost tries again.
+                let _ = self.socket.send(p.to, &p.data, p.data.len()).await;
+            }
             for peer in self.app.peers_mut() {
                 // One peer's send failure must not stop the server; QUIC
                 // recovers from the lost packets.

@@ -93,9 +93,18 @@ pub fn scratch_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// Parses a JSON-SEQ qlog file; returns its records.
+/// Parses a JSON-SEQ qlog file, plain or compressed (a compressed one
+/// must be finished); returns its records.
 pub fn read_qlog(path: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(path).unwrap();
+    let mut opened = qlog_analysis::input::open_file(path).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut opened.input, &mut text).unwrap();
+    assert!(
+        !opened.cut_short(),
+        "{}: the {} stream is not finished",
+        path.display(),
+        opened.container
+    );
     text.split('\u{1e}')
         .filter(|r| !r.trim().is_empty())
         .map(|r| {

@@ -62,7 +62,10 @@ async fn aioquic_client_downloads_from_quic_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quic_client_downloads_from_aioquic_server() {
     let python = python();
-    let (cert, key) = quic_server::endpoint::self_signed().unwrap();
+    let (cert, key) = quic_server::endpoint::self_signed()
+        .unwrap()
+        .write_to(&scratch_dir("aioquic-cert"))
+        .unwrap();
     let mut child = tokio::process::Command::new(python)
         .arg(interop_dir().join("aioquic_server.py"))
         .arg(&cert)

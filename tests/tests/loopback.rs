@@ -35,6 +35,9 @@ async fn fifty_megabytes_with_report_and_qlog_on_both_ends() {
     for entry in std::fs::read_dir(&qlog).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if std::env::var_os(quic_app::qlog_file::COMPRESS_ENV).is_none() {
+            assert!(name.ends_with(".sqlog.zst"), "{name}: not compressed");
+        }
         let records = read_qlog(&path);
         assert!(
             records.len() > 100,

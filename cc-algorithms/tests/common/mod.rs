@@ -165,15 +165,25 @@ fn config(cert_dir: &std::path::Path, server: bool) -> quiche::Config {
     c
 }
 
+/// The test pair's certificate and key, in cargo's scratch directory
+/// (under target/, never the system's /tmp), written once
+/// per process and atomically (tests run on several threads).
 fn cert_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("cclab-pair-{}", std::process::id()));
-    if !dir.join("key.pem").exists() {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        // CARGO_TARGET_TMPDIR exists for integration tests, not examples.
+        let base = option_env!("CARGO_TARGET_TMPDIR").map_or_else(
+            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp"),
+            std::path::PathBuf::from,
+        );
+        let dir = base.join(format!("cert-pair-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         std::fs::write(dir.join("cert.pem"), cert.cert.pem()).unwrap();
         std::fs::write(dir.join("key.pem"), cert.key_pair.serialize_pem()).unwrap();
-    }
-    dir
+        dir
+    })
+    .clone()
 }
 
 /// Runs one download: the server (the sender) uses whatever `setup` puts on

@@ -90,6 +90,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: LinkCmd,
     },
+    /// Run a command as root in a throwaway Linux guest whose kernel has
+    /// netem, red, codel, fq_codel and pie (user-mode Linux by default, or
+    /// QEMU): the host's files read-only, the working directory writable.
+    /// Exit status, standard output and error are the command's.
+    Vm(VmArgs),
     /// Remove namespaces (with their veths, qdiscs and processes) left by
     /// runs that were killed.
     Cleanup {
@@ -100,6 +105,38 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(clap::Args)]
+struct VmArgs {
+    /// Guest: uml (user-mode Linux: no KVM needed, boots in about a
+    /// second, guest programs at native speed, one CPU) or qemu (a stock
+    /// Debian kernel under QEMU through virtme-ng; KVM where usable, else
+    /// software emulation).
+    #[arg(long, default_value = "uml", value_name = "KIND")]
+    kind: String,
+    /// Guest memory, e.g. 2048M or 2G.
+    #[arg(long, default_value = "2G")]
+    memory: String,
+    /// Virtual CPUs (qemu; UML has one).
+    #[arg(long, default_value_t = 2)]
+    cpus: u32,
+    /// Another host directory the guest may write (the working directory
+    /// always is).
+    #[arg(long = "rw", value_name = "DIR")]
+    rw: Vec<PathBuf>,
+    /// Stop the guest after this long (exit status 124), e.g. 600s.
+    #[arg(long)]
+    timeout: Option<String>,
+    /// Do not install missing host packages.
+    #[arg(long)]
+    no_install: bool,
+    /// No messages about the guest itself.
+    #[arg(long)]
+    quiet: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    cmd: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -128,11 +165,18 @@ struct RunArgs {
     no_packet_log: bool,
     /// How much qlog both ends write: off, metrics (recovery metrics and
     /// losses, no per-packet events: cwnd/RTT statistics at a fraction of
-    /// the size), core (packets sent, received and lost, recovery metrics:
-    /// what `qlog-analysis`, `report` and qvis need), base (+ stream data and congestion-state changes) or extra
-    /// (everything quiche logs).
+    /// the size), core or its alias packets (packets sent, received and
+    /// lost, recovery metrics: what `qlog-analysis`, `report` and qvis
+    /// need), base (+ stream data and congestion-state changes) or extra
+    /// (everything quiche logs). Files are zstd-compressed (.sqlog.zst);
+    /// CCLAB_QLOG_COMPRESS=0 in the environment writes plain .sqlog.
     #[arg(long, default_value = QLOG_DEFAULT)]
     qlog_level: String,
+    /// Run this command in a throwaway Linux guest (see `cclab vm`), for
+    /// --link netem on a host whose kernel has no netem: `--vm` (user-mode
+    /// Linux) or `--vm=qemu`.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "uml", value_name = "KIND")]
+    vm: Option<String>,
     /// Print summary.json on standard output.
     #[arg(long)]
     json: bool,
@@ -163,7 +207,9 @@ struct SweepArgs {
     /// Skip emu's per-packet logs.
     #[arg(long)]
     no_packet_log: bool,
-    /// How much qlog both ends write: off, metrics, core, base, extra.
+    /// How much qlog both ends write: off, metrics (no per-packet
+    /// events), packets (= core: per-packet events), base, extra.
+    /// zstd-compressed unless CCLAB_QLOG_COMPRESS=0.
     #[arg(long, default_value = QLOG_DEFAULT)]
     qlog_level: String,
     /// Print the outcome as JSON.
@@ -198,7 +244,8 @@ struct ReproduceArgs {
     #[arg(long)]
     papers_dir: Option<PathBuf>,
     /// qlog level at the points that need the senders' cwnd or RTT (the
-    /// others run with qlog off): metrics, core, base or extra.
+    /// others run with qlog off): metrics, core (alias packets), base or
+    /// extra.
     #[arg(long, default_value = "metrics")]
     qlog_level: String,
     /// List the papers and their claims, and exit.
@@ -287,8 +334,25 @@ struct EmuArgs {
 
 #[derive(Subcommand)]
 enum LinkCmd {
-    /// Which qdiscs the kernel has (netem, tbf, htb, red, codel): root only.
+    /// Which qdiscs the kernel has (netem, tbf, htb, red, codel, fq_codel, pie): root only.
     Probe {
+        /// Print as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure what a link really does with a paced UDP probe (no
+    /// congestion control in the way), in the down direction: delivered
+    /// rate at 105% load and one-way delay at 30% load, against the
+    /// description. `--link emu` (default) or `--link netem`.
+    Measure {
+        #[command(flatten)]
+        link: Box<LinkArgs>,
+        /// Seconds per phase.
+        #[arg(long = "for", default_value = "4s", value_name = "DURATION")]
+        duration: String,
+        /// Datagram size (UDP payload), bytes.
+        #[arg(long, default_value_t = 1350)]
+        size: usize,
         /// Print as JSON.
         #[arg(long)]
         json: bool,
@@ -313,6 +377,11 @@ fn bad_input(msg: impl std::fmt::Display) -> ! {
 
 fn main() {
     let cli = Cli::parse();
+    // Plain or zstd qlog files (CCLAB_QLOG_COMPRESS): the simulator reads
+    // it here, the endpoint processes inherit it.
+    if let Err(e) = quic_app::qlog_file::choose(None) {
+        bad_input(e);
+    }
     let code = match cli.cmd {
         Cmd::Run(a) => run(*a),
         Cmd::Demo {
@@ -342,6 +411,7 @@ fn main() {
         Cmd::Emu(a) => emu(*a),
         Cmd::Link { cmd } => link(cmd),
         Cmd::Cleanup { all, json } => cleanup(all, json),
+        Cmd::Vm(a) => vm(a),
     };
     match code {
         Ok(c) => std::process::exit(c),
@@ -350,6 +420,59 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+fn vm_options(kind: &str, quiet: bool) -> harness::vm::VmOptions {
+    harness::vm::VmOptions {
+        kind: harness::vm::VmKind::parse(kind)
+            .unwrap_or_else(|| bad_input(format!("--kind: `{kind}` is not one of uml, qemu"))),
+        verbose: !quiet,
+        ..Default::default()
+    }
+}
+
+fn vm(a: VmArgs) -> anyhow::Result<i32> {
+    let mut o = vm_options(&a.kind, a.quiet);
+    let mem =
+        harness::link::units::parse_size_bytes(&a.memory.to_lowercase()).unwrap_or_else(|| {
+            bad_input(format!(
+                "--memory: `{}` is not a size such as 2G or 1536M",
+                a.memory
+            ))
+        });
+    o.memory_mb = (mem / (1 << 20)).clamp(128, 1 << 20) as u32;
+    o.cpus = a.cpus.max(1);
+    o.writable = a.rw;
+    o.install = !a.no_install;
+    o.timeout = a.timeout.as_deref().map(|t| {
+        std::time::Duration::from_nanos(harness::link::units::parse_duration_ns(t).unwrap_or_else(
+            || {
+                bad_input(format!(
+                    "--timeout: `{t}` is not a duration such as 90s or 600s"
+                ))
+            },
+        ))
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(harness::vm::run(&a.cmd, &o, stop)?)
+}
+
+/// Runs this same `cclab` command line, minus `--vm[=KIND]`, in a guest.
+fn rerun_in_vm(kind: &str, quiet: bool) -> anyhow::Result<i32> {
+    let mut cmd = vec![std::env::current_exe()?.to_string_lossy().into_owned()];
+    cmd.extend(
+        std::env::args()
+            .skip(1)
+            .filter(|a| a != "--vm" && !a.starts_with("--vm=")),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(harness::vm::run(&cmd, &vm_options(kind, quiet), stop)?)
 }
 
 fn cleanup(all: bool, json: bool) -> anyhow::Result<i32> {
@@ -371,6 +494,12 @@ fn cleanup(all: bool, json: bool) -> anyhow::Result<i32> {
 
 fn link(cmd: LinkCmd) -> anyhow::Result<i32> {
     match cmd {
+        LinkCmd::Measure {
+            link,
+            duration,
+            size,
+            json,
+        } => link_measure(&link, &duration, size, json),
         LinkCmd::Probe { json } => {
             if !netns::is_root() {
                 bad_input(
@@ -387,6 +516,8 @@ fn link(cmd: LinkCmd) -> anyhow::Result<i32> {
                     ("htb", caps.htb),
                     ("red", caps.red),
                     ("codel", caps.codel),
+                    ("fq_codel", caps.fq_codel),
+                    ("pie", caps.pie),
                     ("netem seed (tc)", caps.netem_seed),
                 ] {
                     println!("{name:<16} {}", if ok { "yes" } else { "no" });
@@ -412,6 +543,60 @@ fn link(cmd: LinkCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
     }
+}
+
+fn link_measure(a: &LinkArgs, duration: &str, size: usize, json: bool) -> anyhow::Result<i32> {
+    use harness::probe::{measure_link, ProbeLink};
+    let spec = a.to_spec().unwrap_or_else(|e| bad_input(e));
+    let kind = match a.link.as_deref().unwrap_or("emu") {
+        "emu" => ProbeLink::Emu,
+        "netem" => ProbeLink::Netem,
+        other => bad_input(format!(
+            "--link: `{other}` is not one of emu, netem (the probe needs a real link)"
+        )),
+    };
+    if kind == ProbeLink::Netem {
+        resolve_backend(&harness::link::LinkSpec {
+            backend: Backend::Netem,
+            ..spec.clone()
+        });
+    }
+    let secs = harness::link::units::parse_duration_ns(duration)
+        .unwrap_or_else(|| bad_input(format!("--for: `{duration}` is not a duration such as 4s")));
+    let dur = std::time::Duration::from_nanos(secs);
+    let d = spec.dir(harness::link::Dir::Down);
+    // Offered load in payload bits so that the link sees 105% / 30% of
+    // its rate counted its own way.
+    let payload_share = size as f64 / harness::probe::wire_bytes(kind, size as u64) as f64;
+    let mut out = serde_json::Map::new();
+    for (phase, load) in [("rate", 1.05), ("delay", 0.3)] {
+        let p = measure_link(kind, &spec, d.rate_bps * load * payload_share, size, dur)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let rate_err = (p.delivered_wire_bps - d.rate_bps) / d.rate_bps * 100.0;
+        if !json {
+            println!(
+                "{phase:>5}: offered {:.3} Mbit/s, delivered {:.3} Mbit/s counted as the link counts ({rate_err:+.2}% of {:.3}), one-way delay p50 {:.3} ms p99 {:.3} ms (error p50 {:+.3} p99 {:+.3} max {:+.3} ms), lost {} of {}, reordered {}",
+                p.offered_bps / 1e6,
+                p.delivered_wire_bps / 1e6,
+                d.rate_bps / 1e6,
+                p.measured.owd_ms[0],
+                p.measured.owd_ms[1],
+                p.owd_error_ms[0],
+                p.owd_error_ms[1],
+                p.owd_error_ms[2],
+                p.measured.sent - p.measured.received,
+                p.measured.sent,
+                p.measured.reordered,
+            );
+        }
+        let mut v = serde_json::to_value(&p)?;
+        v["rate_error_pct"] = rate_err.into();
+        out.insert(phase.into(), v);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    }
+    Ok(0)
 }
 
 fn emu(a: EmuArgs) -> anyhow::Result<i32> {
@@ -548,7 +733,7 @@ const QLOG_DEFAULT: &str = "core";
 fn qlog_level(s: &str) -> quic_app::QlogLevel {
     quic_app::QlogLevel::parse(s).unwrap_or_else(|| {
         bad_input(format!(
-            "--qlog-level: `{s}` is not one of off, metrics, core, base, extra"
+            "--qlog-level: `{s}` is not one of off, metrics, core (packets), base, extra"
         ))
     })
 }
@@ -565,9 +750,12 @@ fn resolve_backend(spec: &harness::link::LinkSpec) -> Backend {
             let needs =
                 harness::netem::needs_netem(&spec.up) || harness::netem::needs_netem(&spec.down);
             if needs && !caps.netem {
-                bad_input(harness::netem::NetemError::MissingQdisc {
-                    qdisc: "netem".into(),
-                });
+                bad_input(format!(
+                    "{}\n  or run it on a kernel that has netem, in a throwaway guest: add --vm to this command (or: cclab vm -- cclab run ...)",
+                    harness::netem::NetemError::MissingQdisc {
+                        qdisc: "netem".into(),
+                    }
+                ));
             }
             Backend::Netem
         }
@@ -736,6 +924,11 @@ fn print_summary(s: &harness::run::RunSummary) {
 }
 
 fn run(a: RunArgs) -> anyhow::Result<i32> {
+    if let Some(kind) = &a.vm {
+        if std::env::var_os("CCLAB_IN_VM").is_none() {
+            return rerun_in_vm(kind, a.quiet);
+        }
+    }
     let sc = build_scenario(&a);
     let backend = resolve_backend(&sc.link);
     let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));

@@ -21,6 +21,7 @@ pub mod delay;
 pub mod duplicate;
 pub mod loss;
 pub mod packet;
+pub mod pie;
 pub mod pipeline;
 pub mod queue;
 pub mod red;

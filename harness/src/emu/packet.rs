@@ -50,15 +50,18 @@ pub enum DropReason {
     Red = 3,
     /// CoDel dropped it at dequeue.
     CoDel = 4,
+    /// PIE dropped it early, at enqueue.
+    Pie = 5,
 }
 
 impl DropReason {
     /// All reasons, in code order.
-    pub const ALL: [DropReason; 4] = [
+    pub const ALL: [DropReason; 5] = [
         DropReason::Loss,
         DropReason::QueueFull,
         DropReason::Red,
         DropReason::CoDel,
+        DropReason::Pie,
     ];
 
     /// The name in logs and summaries.
@@ -68,6 +71,7 @@ impl DropReason {
             DropReason::QueueFull => "queue_full",
             DropReason::Red => "red",
             DropReason::CoDel => "codel",
+            DropReason::Pie => "pie",
         }
     }
 

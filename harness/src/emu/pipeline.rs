@@ -32,8 +32,8 @@ pub struct Counters {
     pub arrived_packets: u64,
     /// Their bytes.
     pub arrived_bytes: u64,
-    /// Drops by reason: loss, queue_full, red, codel.
-    pub dropped: [u64; 4],
+    /// Drops by reason: loss, queue_full, red, codel, pie.
+    pub dropped: [u64; 5],
     /// Bytes dropped, every reason.
     pub dropped_bytes: u64,
     /// Copies added by duplication.

@@ -1,10 +1,11 @@
 //! The bottleneck queue: a FIFO with a byte (and optionally packet) limit,
-//! managed by drop-tail, RED (at enqueue) or CoDel (at dequeue).
+//! managed by drop-tail, RED or PIE (at enqueue) or CoDel (at dequeue).
 
 use std::collections::VecDeque;
 
 use super::codel::{CoDel, Verdict};
 use super::packet::{DropReason, Packet};
+use super::pie::Pie;
 use super::red::Red;
 use super::rng::Rng;
 use crate::link::Aqm;
@@ -13,6 +14,7 @@ enum Manager {
     DropTail,
     Red(Red),
     CoDel(CoDel),
+    Pie(Pie),
 }
 
 /// A FIFO queue with a limit and an AQM.
@@ -39,6 +41,7 @@ impl Queue {
             Aqm::DropTail => Manager::DropTail,
             Aqm::Red(p) => Manager::Red(Red::new(*p, rate_bps, rng)),
             Aqm::CoDel(p) => Manager::CoDel(CoDel::new(*p)),
+            Aqm::Pie(p) => Manager::Pie(Pie::new(*p, rng)),
         };
         Queue {
             limit_bytes,
@@ -70,21 +73,40 @@ impl Queue {
         self.items.front().map(|(p, t)| (p.len(), *t))
     }
 
+    /// PIE's state, when this queue runs PIE.
+    pub fn pie(&self) -> Option<&Pie> {
+        match &self.manager {
+            Manager::Pie(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// Offers a packet at `now`: queued, or handed back with the reason
     /// it was dropped (RED's early drop is decided before the hard limit,
-    /// as ns-2 does).
+    /// as ns-2 does; PIE's after it, as Linux does).
     pub fn enqueue(&mut self, pkt: Packet, now: u64) -> Result<(), (Packet, DropReason)> {
         if let Manager::Red(red) = &mut self.manager {
             if red.on_arrival(self.items.len(), now) {
                 return Err((pkt, DropReason::Red));
             }
         }
+        if let Manager::Pie(pie) = &mut self.manager {
+            pie.advance(now, self.bytes);
+        }
         let size = pkt.len() as u64;
         let over_packets = self
             .limit_packets
             .is_some_and(|l| self.items.len() as u64 >= l);
         if self.bytes + size > self.limit_bytes || over_packets {
+            if let Manager::Pie(pie) = &mut self.manager {
+                pie.on_overflow();
+            }
             return Err((pkt, DropReason::QueueFull));
+        }
+        if let Manager::Pie(pie) = &mut self.manager {
+            if pie.on_arrival(self.bytes, size, self.max_packet) {
+                return Err((pkt, DropReason::Pie));
+            }
         }
         self.max_packet = self.max_packet.max(size);
         self.bytes += size;
@@ -99,6 +121,9 @@ impl Queue {
         now: u64,
         mut dropped: impl FnMut(Packet, DropReason, u64),
     ) -> Option<(Packet, u64)> {
+        if let Manager::Pie(pie) = &mut self.manager {
+            pie.advance(now, self.bytes);
+        }
         let mut first = true;
         loop {
             let Some((pkt, t)) = self.items.pop_front() else {
@@ -113,6 +138,9 @@ impl Queue {
                 if let Manager::Red(red) = &mut self.manager {
                     red.on_idle(now);
                 }
+            }
+            if let Manager::Pie(pie) = &mut self.manager {
+                pie.on_dequeue(sojourn, self.bytes, now);
             }
             if let Manager::CoDel(c) = &mut self.manager {
                 // RFC 8289 counts the packet itself in the "bytes left" test.
@@ -131,7 +159,7 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::{CoDelParams, RedParams};
+    use crate::link::{CoDelParams, PieParams, RedParams};
 
     fn pkt(n: usize) -> Packet {
         Packet::sized(n, 0, 0)
@@ -195,5 +223,44 @@ mod tests {
             }
         }
         assert!(drops > 50, "{drops}");
+    }
+
+    #[test]
+    fn pie_drops_early_at_enqueue_after_the_hard_limit() {
+        let mut q = Queue::new(
+            40 * 1200,
+            None,
+            &Aqm::Pie(PieParams::default()),
+            1e6,
+            Rng::new(0, 0),
+        );
+        let ms = 1_000_000u64;
+        let (mut early, mut full) = (0, 0);
+        // Arrivals every ms, dequeues every 2 ms: the delay grows past
+        // target; once the burst allowance is spent PIE's probability
+        // climbs (slowly at first: its gains are scaled down while p is
+        // small) and the 40-packet limit (80 ms) overflows meanwhile.
+        for i in 0..20_000u64 {
+            if i == 10_000 {
+                assert!(early > 0 && full > 0, "early {early}, full {full}");
+                (early, full) = (0, 0);
+            }
+            match q.enqueue(pkt(1200), i * ms) {
+                Err((_, DropReason::Pie)) => early += 1,
+                Err((_, DropReason::QueueFull)) => full += 1,
+                Err((_, why)) => panic!("{why:?}"),
+                Ok(()) => {}
+            }
+            if i % 2 == 0 {
+                q.dequeue(i * ms, |_, _, _| panic!("PIE never drops at dequeue"));
+            }
+        }
+        // Then PIE alone takes the excess, half the arrivals, early.
+        assert_eq!(full, 0);
+        assert!((4900..=5100).contains(&early), "{early}");
+        assert!(q.pie().is_some_and(|p| p.prob() > 0.1));
+        assert!(Queue::new(1, None, &Aqm::DropTail, 1e6, Rng::new(0, 0))
+            .pie()
+            .is_none());
     }
 }

@@ -21,7 +21,7 @@
 //! duplicate = "0%"
 //! reorder = "0%"
 //! queue = "1bdp"              # 100pkt | 64kb | 1bdp
-//! aqm = "droptail"            # droptail | red[:min_th=5,...] | codel[:target=5ms,...]
+//! aqm = "droptail"            # droptail | red[:min_th=5,...] | codel[:target=5ms,...] | pie[:target=15ms,...] | fq_codel[:...] (= codel with sched fq)
 //! sched = "fifo"              # fifo | fq | wfq (deficit round robin; see below)
 //! seed = 1
 //!
@@ -305,6 +305,59 @@ impl Default for CoDelParams {
     }
 }
 
+/// PIE, Proportional Integral controller Enhanced (RFC 8033), in the RFC's
+/// names and units, with the defaults of Linux's `pie` qdisc (which are
+/// the RFC's). How each maps to `tc qdisc ... pie`:
+///
+/// | here                | RFC 8033      | tc `pie`                                   |
+/// |---------------------|---------------|--------------------------------------------|
+/// | `target=15ms`       | `QDELAY_REF`  | `target 15ms` (kept in µs)                 |
+/// | `tupdate=15ms`      | `T_UPDATE`    | `tupdate 15ms` (the kernel rounds up to whole jiffies: 16ms at HZ=250) |
+/// | `alpha=0.125` (1/s) | `alpha`       | `alpha 2`: an integer 0..32 in units of 1/16 (`16·alpha`) |
+/// | `beta=1.25` (1/s)   | `beta`        | `beta 20`: likewise `16·beta`              |
+/// | `max_burst=150ms`   | `MAX_BURST`   | none: fixed at 150 ms in Linux             |
+/// | `bytemode=false`    | — (Linux's)   | `bytemode` when true                       |
+/// | `ecn=false`         | §5.1 ECN      | `noecn` (only false: the emulator forwards UDP payloads and cannot mark CE) |
+/// | `dq_rate_estimator=false` | §5.2 (optional) | `dq_rate_estimator` off, the kernel's default since 5.1: queueing delay from per-packet timestamps (only false here) |
+/// | (the link's `queue`)| —             | `limit` in packets (`queue` bytes / MTU)   |
+///
+/// alpha and beta must be multiples of 1/16 between 1/16 and 2, so the
+/// same value runs on both backends (tc leaves out a 0, which then means
+/// the kernel's default).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PieParams {
+    /// Target queueing delay, ns (`QDELAY_REF`, 15 ms).
+    pub target_ns: u64,
+    /// How often the drop probability is recomputed, ns (`T_UPDATE`, 15 ms).
+    pub tupdate_ns: u64,
+    /// Weight of the delay's distance from target, per second (0.125).
+    pub alpha: f64,
+    /// Weight of the delay's trend, per second (1.25).
+    pub beta: f64,
+    /// Burst allowance after a quiet period, ns (`MAX_BURST`, 150 ms).
+    pub max_burst_ns: u64,
+    /// Scale each packet's drop probability by its size over the MTU.
+    pub bytemode: bool,
+}
+
+impl PieParams {
+    /// Linux's fixed burst allowance (150 ms), which tc cannot change.
+    pub const LINUX_MAX_BURST_NS: u64 = 150_000_000;
+}
+
+impl Default for PieParams {
+    fn default() -> Self {
+        PieParams {
+            target_ns: 15_000_000,
+            tupdate_ns: 15_000_000,
+            alpha: 0.125,
+            beta: 1.25,
+            max_burst_ns: Self::LINUX_MAX_BURST_NS,
+            bytemode: false,
+        }
+    }
+}
+
 /// The bottleneck queue's management.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum Aqm {
@@ -315,10 +368,12 @@ pub enum Aqm {
     Red(RedParams),
     /// Controlled Delay.
     CoDel(CoDelParams),
+    /// Proportional Integral controller Enhanced.
+    Pie(PieParams),
 }
 
 impl Aqm {
-    const ALLOWED: &'static str = "droptail, red[:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000] or codel[:target=5ms,interval=100ms]";
+    const ALLOWED: &'static str = "droptail, red[:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000], codel[:target=5ms,interval=100ms] or pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,bytemode=false,ecn=false,dq_rate_estimator=false]";
 
     fn parse(field: &str, s: &str) -> Result<Aqm, LinkError> {
         let t = s.trim();
@@ -397,6 +452,7 @@ impl Aqm {
                 }
                 Ok(Aqm::CoDel(p))
             }
+            "pie" => Ok(Aqm::Pie(PieParams::parse(field, rest)?)),
             _ => Err(err(field, format!("`{s}` is not one of {}", Self::ALLOWED))),
         }
     }
@@ -413,16 +469,98 @@ impl Aqm {
                 format_duration_ns(p.target_ns),
                 format_duration_ns(p.interval_ns)
             ),
+            Aqm::Pie(p) => format!(
+                "pie:target={},tupdate={},alpha={},beta={},max_burst={},bytemode={}",
+                format_duration_ns(p.target_ns),
+                format_duration_ns(p.tupdate_ns),
+                p.alpha,
+                p.beta,
+                format_duration_ns(p.max_burst_ns),
+                p.bytemode
+            ),
         }
     }
 
-    /// The name alone (`droptail`, `red`, `codel`).
+    /// The name alone (`droptail`, `red`, `codel`, `pie`).
     pub fn name(&self) -> &'static str {
         match self {
             Aqm::DropTail => "droptail",
             Aqm::Red(_) => "red",
             Aqm::CoDel(_) => "codel",
+            Aqm::Pie(_) => "pie",
         }
+    }
+}
+
+impl PieParams {
+    /// Parses the `k=v,...` after `pie:` (`field` names the field in errors).
+    fn parse(field: &str, rest: &str) -> Result<PieParams, LinkError> {
+        let mut p = PieParams::default();
+        let keys = [
+            "target",
+            "tupdate",
+            "alpha",
+            "beta",
+            "max_burst",
+            "bytemode",
+            "ecn",
+            "dq_rate_estimator",
+        ];
+        for (k, v) in key_values(field, rest, &keys)? {
+            let flag = || -> Result<bool, LinkError> {
+                match v.to_ascii_lowercase().as_str() {
+                    "true" | "1" => Ok(true),
+                    "false" | "0" => Ok(false),
+                    _ => Err(err(field, format!("`{k}={v}`: {k} must be true or false"))),
+                }
+            };
+            // Times go to tc in whole microseconds.
+            let time = |lo: u64, lo_text: &str| -> Result<u64, LinkError> {
+                parse_duration_ns(&v)
+                    .filter(|&d| (lo..=10_000_000_000).contains(&d) && d % 1000 == 0)
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a time from {lo_text} to 10s in whole microseconds, such as 15ms"),
+                        )
+                    })
+            };
+            // tc takes alpha and beta as integers 1..32 in units of 1/16.
+            let gain = || -> Result<f64, LinkError> {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| {
+                        let sixteenths = x * 16.0;
+                        (1.0..=32.0).contains(&sixteenths)
+                            && (sixteenths - sixteenths.round()).abs() < 1e-9
+                    })
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a multiple of 1/16 (0.0625) from 0.0625 to 2, such as 0.125 or 1.25 (tc's pie takes 16·{k} as an integer 1..32)"),
+                        )
+                    })
+            };
+            match k.as_str() {
+                "target" => p.target_ns = time(1000, "1us")?,
+                "tupdate" => p.tupdate_ns = time(1_000_000, "1ms")?,
+                "max_burst" => p.max_burst_ns = time(0, "0ms")?,
+                "alpha" => p.alpha = gain()?,
+                "beta" => p.beta = gain()?,
+                "bytemode" => p.bytemode = flag()?,
+                "ecn" => {
+                    if flag()? {
+                        return Err(err(field, "`ecn=true`: ECN marking is not supported (the emulator forwards UDP payloads and cannot set CE); ecn must be false"));
+                    }
+                }
+                _ => {
+                    if flag()? {
+                        return Err(err(field, "`dq_rate_estimator=true`: only the timestamp (sojourn time) delay estimate is implemented, Linux's default; dq_rate_estimator must be false"));
+                    }
+                }
+            }
+        }
+        Ok(p)
     }
 }
 
@@ -880,11 +1018,30 @@ fn apply_direction(
             err(&f, format!("`{s}` is not a queue limit: packets (100pkt), bytes (64kb, 150000b) or BDP multiples (1bdp, 0.5bdp)"))
         })?;
     }
+    let mut fq_codel = false;
     if let Some((s, f)) = get("aqm")? {
-        d.aqm = Aqm::parse(&f, &s)?;
+        // `fq_codel[:...]` is CoDel on each flow's queue of a fair-queueing
+        // scheduler: `aqm = "codel[:...]"` with `sched = "fq"`.
+        let t = s.trim();
+        let codel = match t.split_once(':') {
+            Some((n, rest)) if n.eq_ignore_ascii_case("fq_codel") => Some(format!("codel:{rest}")),
+            None if t.eq_ignore_ascii_case("fq_codel") => Some("codel".to_string()),
+            _ => None,
+        };
+        fq_codel = codel.is_some();
+        d.aqm = Aqm::parse(&f, codel.as_deref().unwrap_or(&s))?;
+        if fq_codel {
+            d.sched = Sched::Fq;
+        }
     }
     if let Some((s, f)) = get("sched")? {
         d.sched = Sched::parse(&f, &s)?;
+        if fq_codel && d.sched != Sched::Fq {
+            return Err(err(
+                &f,
+                format!("`{s}`: aqm = \"fq_codel\" needs sched = \"fq\" (or no sched)"),
+            ));
+        }
     }
     Ok(())
 }
@@ -929,6 +1086,53 @@ mod tests {
     }
 
     #[test]
+    fn pie_takes_linux_defaults_and_round_trips() {
+        let l = parse("aqm = \"pie\"").unwrap();
+        assert_eq!(l.up.aqm, Aqm::Pie(PieParams::default()));
+        assert_eq!(l.down.aqm.name(), "pie");
+        let PieParams {
+            target_ns,
+            tupdate_ns,
+            alpha,
+            beta,
+            max_burst_ns,
+            bytemode,
+        } = PieParams::default();
+        // RFC 8033 / Linux: 15 ms, 15 ms, alpha 0.125 (tc 2), beta 1.25 (tc 20), 150 ms.
+        assert_eq!(
+            (target_ns, tupdate_ns, max_burst_ns),
+            (15_000_000, 15_000_000, 150_000_000)
+        );
+        assert_eq!((alpha * 16.0, beta * 16.0, bytemode), (2.0, 20.0, false));
+        let l = parse(
+            "[up]\naqm = \"PIE:target=20ms,tupdate=30ms,alpha=0.25,beta=2,max_burst=100ms,bytemode=true,ecn=false,dq_rate_estimator=0\"",
+        )
+        .unwrap();
+        let want = PieParams {
+            target_ns: 20_000_000,
+            tupdate_ns: 30_000_000,
+            alpha: 0.25,
+            beta: 2.0,
+            max_burst_ns: 100_000_000,
+            bytemode: true,
+        };
+        assert_eq!(l.up.aqm, Aqm::Pie(want));
+        assert_eq!(l.down.aqm, Aqm::DropTail);
+        let back = LinkSpec::from_toml(&l.to_toml(), Path::new("."), "link").unwrap();
+        assert_eq!(back, l);
+        assert_eq!(
+            l.up.aqm.to_spec(),
+            "pie:target=20ms,tupdate=30ms,alpha=0.25,beta=2,max_burst=100ms,bytemode=true"
+        );
+        // Every multiple of 1/16 from 1/16 to 2 is accepted, exactly.
+        for i in 1..=32 {
+            let a = i as f64 / 16.0;
+            let l = parse(&format!("aqm = \"pie:alpha={a},beta={a}\"")).unwrap();
+            assert!(matches!(l.up.aqm, Aqm::Pie(p) if p.alpha == a && p.beta == a));
+        }
+    }
+
+    #[test]
     fn from_pairs_builds_the_same() {
         let a = LinkSpec::from_pairs(
             [
@@ -958,7 +1162,47 @@ mod tests {
                 "link.loss",
                 "unknown key `q`",
             ),
-            ("aqm = \"pie\"", "link.aqm", "droptail, red"),
+            ("aqm = \"blue\"", "link.aqm", "droptail, red"),
+            ("aqm = \"blue\"", "link.aqm", "pie[:target=15ms"),
+            (
+                "aqm = \"pie:alpha=0.1\"",
+                "link.aqm",
+                "alpha must be a multiple of 1/16",
+            ),
+            ("aqm = \"pie:beta=3\"", "link.aqm", "from 0.0625 to 2"),
+            ("aqm = \"pie:alpha=0\"", "link.aqm", "`alpha=0`"),
+            (
+                "aqm = \"pie:target=0ms\"",
+                "link.aqm",
+                "target must be a time from 1us",
+            ),
+            (
+                "aqm = \"pie:target=1500ns\"",
+                "link.aqm",
+                "whole microseconds",
+            ),
+            (
+                "aqm = \"pie:tupdate=100us\"",
+                "link.aqm",
+                "tupdate must be a time from 1ms",
+            ),
+            ("aqm = \"pie:ecn=true\"", "link.aqm", "ecn must be false"),
+            (
+                "aqm = \"pie:ecn=maybe\"",
+                "link.aqm",
+                "ecn must be true or false",
+            ),
+            (
+                "aqm = \"pie:dq_rate_estimator=true\"",
+                "link.aqm",
+                "dq_rate_estimator must be false",
+            ),
+            ("aqm = \"pie:limit=100\"", "link.aqm", "unknown key `limit`"),
+            (
+                "[down]\naqm = \"pie:bytemode=yes\"",
+                "link.down.aqm",
+                "bytemode must be true or false",
+            ),
             ("sched = \"cbq\"", "link.sched", "fifo (one queue), fq"),
             ("[down]\nsched = \"sfq\"", "link.down.sched", "wfq"),
             (

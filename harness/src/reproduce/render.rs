@@ -15,29 +15,27 @@ use super::{JobView, PaperResult};
 /// A line: label, points, and 95% half-widths (metric figures).
 type Line = (String, Vec<(f64, f64)>, Vec<f64>);
 
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
-/// One colour per label, the same in every figure of a paper: labels in
-/// alphabetical order take the palette in turn.
+/// One colour per label, the same in every figure of a paper: a label
+/// that names an algorithm takes the algorithm's colour in every cclab
+/// report (`report::palette`); any other label takes, in alphabetical
+/// order, a palette colour no algorithm label of the paper uses.
 fn colours(m: &Manifest) -> BTreeMap<String, RGBColor> {
+    use crate::report::palette;
     let labels: std::collections::BTreeSet<&String> =
         m.figures.iter().flat_map(|f| f.series.keys()).collect();
-    labels
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| (l.clone(), PALETTE[i % PALETTE.len()]))
-        .collect()
+    let mut out: BTreeMap<String, RGBColor> = labels
+        .iter()
+        .filter_map(|l| palette::known(l).map(|c| ((*l).clone(), c)))
+        .collect();
+    let used: Vec<RGBColor> = out.values().copied().collect();
+    let mut free = palette::all().filter(|c| !used.contains(c));
+    for l in labels {
+        if !out.contains_key(l) {
+            let c = free.next().unwrap_or_else(|| palette::colour(l));
+            out.insert(l.clone(), c);
+        }
+    }
+    out
 }
 
 /// Draws the paper's figures; returns the file names written.

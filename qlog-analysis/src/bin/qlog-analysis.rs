@@ -23,7 +23,8 @@ struct Cli {
 enum Cmd {
     /// Per-connection summary; fairness across files, utilization with --capacity.
     Summary {
-        /// qlog files (.qlog, .sqlog, .json; gzip or zstd too).
+        /// qlog files (.qlog, .sqlog, .json; gzip or zstd too, such as
+        /// the .sqlog.zst files quic-server and quic-client write).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Print JSON.
@@ -70,6 +71,24 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A file's name without its compression and qlog extensions
+/// (`server-ab.sqlog.zst` is `server-ab`).
+fn label_of(f: &std::path::Path) -> String {
+    let name = f
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = [".zst", ".gz"]
+        .iter()
+        .find_map(|e| name.strip_suffix(e))
+        .unwrap_or(&name);
+    let name = [".sqlog", ".qlog", ".json"]
+        .iter()
+        .find_map(|e| name.strip_suffix(e))
+        .unwrap_or(name);
+    name.to_string()
 }
 
 fn main() {
@@ -147,10 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let mut analysed = Vec::new();
             for f in &files {
                 let (a, _) = analyse(f, bin)?;
-                let stem = f
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
+                let stem = label_of(f);
                 let short: String = stem.chars().take(24).collect();
                 analysed.push((short, a));
             }
@@ -312,5 +328,20 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(if failed { 1 } else { 0 })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_of;
+    use std::path::Path;
+
+    #[test]
+    fn labels_drop_qlog_and_compression_extensions() {
+        assert_eq!(label_of(Path::new("d/server-ab.sqlog.zst")), "server-ab");
+        assert_eq!(label_of(Path::new("server-ab.sqlog")), "server-ab");
+        assert_eq!(label_of(Path::new("t.qlog.gz")), "t");
+        assert_eq!(label_of(Path::new("x.json")), "x");
+        assert_eq!(label_of(Path::new("odd.name")), "odd.name");
     }
 }

@@ -32,10 +32,15 @@ struct Args {
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
     /// How much qlog: off, metrics (recovery metrics and losses only),
-    /// core (packets, losses, recovery metrics),
+    /// core or its alias packets (packets, losses, recovery metrics),
     /// base (+ stream data and state changes) or extra (everything).
     #[arg(long, default_value = "extra")]
     qlog_level: String,
+    /// Compress the qlog file with zstd (`client-CID.sqlog.zst`; true) or
+    /// write plain JSON-SEQ (`client-CID.sqlog`; false). Default: the
+    /// CCLAB_QLOG_COMPRESS environment variable, else true.
+    #[arg(long, value_name = "BOOL")]
+    qlog_compress: Option<String>,
     /// A JSON file whose content is written into the qlog as a
     /// `simulation:scenario` event (the conditions of the run).
     #[arg(long, value_name = "FILE")]
@@ -80,6 +85,7 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
     if let Some(mtu) = args.mtu {
         quic_app::check_mtu(mtu).map_err(|e| format!("--mtu: {e}"))?;
     }
+    quic_app::qlog_file::choose(args.qlog_compress.as_deref())?;
     Ok(ClientConfig {
         url,
         upload: args
@@ -93,7 +99,7 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
         qlog_dir: args.qlog_dir.clone(),
         qlog_level: quic_app::QlogLevel::parse(&args.qlog_level).ok_or_else(|| {
             format!(
-                "--qlog-level: `{}` is not one of off, metrics, core, base, extra",
+                "--qlog-level: `{}` is not one of off, metrics, core (packets), base, extra",
                 args.qlog_level
             )
         })?,

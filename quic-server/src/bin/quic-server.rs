@@ -26,10 +26,15 @@ struct Args {
     #[arg(long)]
     qlog_dir: Option<PathBuf>,
     /// How much qlog: off, metrics (recovery metrics and losses only),
-    /// core (packets, losses, recovery metrics),
+    /// core or its alias packets (packets, losses, recovery metrics),
     /// base (+ stream data and state changes) or extra (everything).
     #[arg(long, default_value = "extra")]
     qlog_level: String,
+    /// Compress qlog files with zstd (`server-CID.sqlog.zst`; true) or
+    /// write plain JSON-SEQ (`server-CID.sqlog`; false). Default: the
+    /// CCLAB_QLOG_COMPRESS environment variable, else true.
+    #[arg(long, value_name = "BOOL")]
+    qlog_compress: Option<String>,
     /// A JSON file whose content starts every qlog as a
     /// `simulation:scenario` event (the conditions of the run).
     #[arg(long, value_name = "FILE")]
@@ -77,6 +82,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if let Err(e) = quic_app::qlog_file::choose(args.qlog_compress.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let qlog_events = match &args.qlog_scenario {
         None => Vec::new(),
         Some(p) => match std::fs::read(p)
@@ -99,7 +108,7 @@ fn main() -> ExitCode {
             Some(l) => l,
             None => {
                 eprintln!(
-                    "error: --qlog-level: `{}` is not one of off, metrics, core, base, extra",
+                    "error: --qlog-level: `{}` is not one of off, metrics, core (packets), base, extra",
                     args.qlog_level
                 );
                 return ExitCode::from(2);
@@ -137,8 +146,12 @@ fn main() -> ExitCode {
             Ok(stats) => {
                 if !args.quiet {
                     eprintln!(
-                        "stopped: {} connections, {} requests, {} refused, {} datagrams ignored",
-                        stats.accepted, stats.requests, stats.refused, stats.ignored_datagrams
+                        "stopped: {} connections, {} requests, {} refused, {} datagrams ignored, {} version negotiations",
+                        stats.accepted,
+                        stats.requests,
+                        stats.refused,
+                        stats.ignored_datagrams,
+                        stats.version_negotiations
                     );
                 }
                 ExitCode::SUCCESS

@@ -1,0 +1,407 @@
+//! Time series for the small multiples: cwnd, RTT and goodput per flow
+//! from the qlogs, queue and drops from the bottleneck log, all of the
+//! first repetition, thinned to what a panel can show.
+
+use std::collections::BTreeMap;
+
+use plotters::style::RGBColor;
+
+use super::data::{group_key, runs_per_cc, Run};
+use super::palette::{colour, shade};
+
+/// Points kept per line: a panel is a few hundred pixels wide.
+const MAX_POINTS_PER_LINE: usize = 400;
+/// Panels per figure; more runs than this are left out (and said so).
+pub const MAX_PANELS: usize = 48;
+/// Lines per panel.
+const MAX_LINES: usize = 16;
+
+/// One line of a panel.
+pub struct Trace {
+    pub colour: RGBColor,
+    pub pts: Vec<(f64, f64)>,
+}
+
+/// One small multiple.
+pub struct Panel {
+    pub title: String,
+    pub colour: RGBColor,
+    pub traces: Vec<Trace>,
+    /// Times to mark with a tick along the top (bottleneck drops).
+    pub marks: Vec<f64>,
+}
+
+/// A figure of small multiples sharing both axes.
+pub struct Multiples {
+    /// File name stem and HTML id.
+    pub name: &'static str,
+    pub title: &'static str,
+    pub y_unit: &'static str,
+    pub note: String,
+    pub panels: Vec<Panel>,
+    /// Algorithm specs drawn, for the legend strip (empty: titles suffice).
+    pub legend: Vec<String>,
+}
+
+/// What one flow's qlogs give.
+struct FlowSeries {
+    cc: String,
+    index: u64,
+    cwnd: Vec<(f64, f64)>,
+    rtt: Vec<(f64, f64)>,
+    goodput: Vec<(f64, f64)>,
+}
+
+/// What one run gives (first repetition).
+struct RunSeries {
+    title: String,
+    colour: RGBColor,
+    queue: Vec<(f64, f64)>,
+    drops: Vec<f64>,
+    flows: Vec<FlowSeries>,
+}
+
+/// Keeps the first, lowest, highest and last point of each of `buckets`
+/// equal slices of the x range, in their original order: the line's
+/// envelope survives (spikes stay), the point count is bounded.
+pub fn thin(pts: &[(f64, f64)], buckets: usize) -> Vec<(f64, f64)> {
+    if pts.len() <= buckets * 4 || buckets == 0 {
+        return pts.to_vec();
+    }
+    let (x0, x1) = (pts[0].0, pts[pts.len() - 1].0);
+    let width = (x1 - x0).max(1e-12) / buckets as f64;
+    let mut keep = Vec::with_capacity(buckets * 4);
+    let mut start = 0;
+    while start < pts.len() {
+        let b = ((pts[start].0 - x0) / width).floor();
+        let mut end = start + 1;
+        while end < pts.len() && ((pts[end].0 - x0) / width).floor() <= b {
+            end += 1;
+        }
+        let slice = &pts[start..end];
+        let lo = (0..slice.len()).min_by(|&i, &j| slice[i].1.total_cmp(&slice[j].1));
+        let hi = (0..slice.len()).max_by(|&i, &j| slice[i].1.total_cmp(&slice[j].1));
+        let mut idx = vec![0, slice.len() - 1];
+        idx.extend(lo);
+        idx.extend(hi);
+        idx.sort_unstable();
+        idx.dedup();
+        keep.extend(idx.into_iter().map(|i| slice[i]));
+        start = end;
+    }
+    keep
+}
+
+/// A value holds until the next update: extends the last one to `end`
+/// (a window that stopped changing still exists).
+fn hold_to(mut pts: Vec<(f64, f64)>, end: f64) -> Vec<(f64, f64)> {
+    if let Some(&(t, v)) = pts.last() {
+        if end > t {
+            pts.push((end, v));
+        }
+    }
+    pts
+}
+
+/// The smoothed RTT from the first RTT sample on: before it, quiche
+/// reports its initial guess (333 ms), which is no measurement and would
+/// set the shared axis.
+fn measured(s: &qlog_analysis::analysis::Series) -> Vec<(f64, f64)> {
+    let first = s.latest_rtt_ms.first().map_or(f64::MIN, |p| p.0);
+    s.smoothed_rtt_ms
+        .iter()
+        .copied()
+        .filter(|p| p.0 >= first)
+        .collect()
+}
+
+fn analyse(path: &std::path::Path) -> Option<qlog_analysis::analysis::Connection> {
+    let mut a = qlog_analysis::analysis::Analyzer::new(0.2, true);
+    qlog_analysis::read_file(path, &mut a).ok()?;
+    a.connections.into_iter().next()
+}
+
+fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
+    let start = f["start_s"].as_f64().unwrap_or(0.0);
+    let shift = |pts: Vec<(f64, f64)>| -> Vec<(f64, f64)> {
+        thin(&pts, MAX_POINTS_PER_LINE / 4)
+            .into_iter()
+            .map(|(t, v)| (t + start, v))
+            .collect()
+    };
+    let mut fs = FlowSeries {
+        cc: f["cc"].as_str().unwrap_or("?").to_string(),
+        index: f["index"].as_u64().unwrap_or(0),
+        cwnd: Vec::new(),
+        rtt: Vec::new(),
+        goodput: Vec::new(),
+    };
+    let qlog = |role: &str| f["qlog"][role].as_str().map(|rel| run.dir.join(rel));
+    if let Some(conn) = qlog("sender").and_then(|p| analyse(&p)) {
+        let end = conn.end_s;
+        fs.cwnd = shift(hold_to(
+            qlog_analysis::plot::steps(&conn.series.cwnd, 1e-3),
+            end,
+        ));
+        fs.rtt = shift(hold_to(measured(&conn.series), end));
+    }
+    if let Some(conn) = qlog("receiver").and_then(|p| analyse(&p)) {
+        let bin = conn.bin_s;
+        fs.goodput = shift(
+            conn.bins
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    (
+                        (i as f64 + 0.5) * bin,
+                        b.app_received as f64 * 8.0 / bin / 1e6,
+                    )
+                })
+                .collect(),
+        );
+    }
+    fs
+}
+
+fn run_series(run: &Run, title: String, colour: RGBColor) -> RunSeries {
+    let samples = crate::bottleneck::read_samples(&run.dir.join("rep-1/bottleneck-samples.jsonl"))
+        .unwrap_or_default();
+    let dir = run.summary["bottleneck"]["direction"]
+        .as_str()
+        .unwrap_or("down");
+    let s: Vec<_> = samples.iter().filter(|s| s.dir == dir).collect();
+    let flows = run.summary["repetitions"][0]["flows"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    RunSeries {
+        title,
+        colour,
+        queue: s
+            .iter()
+            .map(|s| (s.t_s, s.queue_bytes as f64 / 1e3))
+            .collect(),
+        drops: s.iter().filter(|s| s.drops > 0).map(|s| s.t_s).collect(),
+        flows: flows
+            .iter()
+            .take(MAX_LINES)
+            .map(|f| flow_series(run, f))
+            .collect(),
+    }
+}
+
+/// A run's panel title and colour: its group's when it runs one
+/// algorithm, else its label in neutral grey.
+fn run_heading(run: &Run, rpc: &BTreeMap<String, usize>) -> (String, RGBColor) {
+    let mut ccs: Vec<&str> = run.summary["repetitions"][0]["flows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["cc"].as_str())
+        .collect();
+    ccs.sort_unstable();
+    ccs.dedup();
+    match ccs.as_slice() {
+        [cc] => (group_key(cc, run, rpc), colour(cc)),
+        _ => (run.label.clone(), RGBColor(0x44, 0x44, 0x44)),
+    }
+}
+
+/// Reads the series of up to [`MAX_PANELS`] runs, on every core.
+fn load(runs: &[Run]) -> Vec<RunSeries> {
+    let rpc = runs_per_cc(runs);
+    let runs = &runs[..runs.len().min(MAX_PANELS)];
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = runs.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .chunks(chunk)
+            .map(|part| {
+                let rpc = &rpc;
+                s.spawn(move || {
+                    part.iter()
+                        .map(|r| {
+                            let (t, c) = run_heading(r, rpc);
+                            run_series(r, t, c)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+/// Colours of a panel's flows: the algorithm's, shaded for a second or
+/// later flow of the same algorithm in the panel.
+fn flow_colours(flows: &[FlowSeries]) -> Vec<RGBColor> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    flows
+        .iter()
+        .map(|f| {
+            let k = seen.entry(f.cc.as_str()).or_default();
+            let c = shade(colour(&f.cc), [0.0, 0.4, -0.35, 0.6, -0.5][*k % 5]);
+            *k += 1;
+            c
+        })
+        .collect()
+}
+
+type Pick = fn(&FlowSeries) -> &Vec<(f64, f64)>;
+
+/// One panel per run (several runs) or per flow (one run).
+fn flow_panels(rs: &[RunSeries], pick: Pick) -> Vec<Panel> {
+    if let [one] = rs {
+        if one.flows.len() > 1 {
+            let colours = flow_colours(&one.flows);
+            return one
+                .flows
+                .iter()
+                .zip(colours)
+                .map(|(f, c)| Panel {
+                    title: format!("flow {}: {}", f.index, f.cc),
+                    colour: c,
+                    traces: vec![Trace {
+                        colour: c,
+                        pts: pick(f).clone(),
+                    }],
+                    marks: Vec::new(),
+                })
+                .collect();
+        }
+    }
+    rs.iter()
+        .map(|r| Panel {
+            title: r.title.clone(),
+            colour: r.colour,
+            traces: r
+                .flows
+                .iter()
+                .zip(flow_colours(&r.flows))
+                .map(|(f, c)| Trace {
+                    colour: c,
+                    pts: pick(f).clone(),
+                })
+                .collect(),
+            marks: Vec::new(),
+        })
+        .collect()
+}
+
+/// Algorithms drawn when some panel mixes several (else panel titles say
+/// it all).
+fn legend(rs: &[RunSeries]) -> Vec<String> {
+    let mixed = rs
+        .iter()
+        .any(|r| r.flows.iter().any(|f| f.cc != r.flows[0].cc));
+    if !mixed {
+        return Vec::new();
+    }
+    let mut ccs: Vec<String> = rs
+        .iter()
+        .flat_map(|r| r.flows.iter().map(|f| f.cc.clone()))
+        .collect();
+    ccs.sort();
+    ccs.dedup();
+    ccs
+}
+
+/// The four figures of small multiples: cwnd, RTT, goodput, queue.
+pub fn multiples(runs: &[Run]) -> Vec<Multiples> {
+    let rs = load(runs);
+    let left_out = if runs.len() > MAX_PANELS {
+        format!(
+            " Only the first {MAX_PANELS} of {} runs are drawn.",
+            runs.len()
+        )
+    } else {
+        String::new()
+    };
+    let per = if rs.len() == 1 && rs[0].flows.len() > 1 {
+        "flow"
+    } else {
+        "run"
+    };
+    let shared =
+        format!("One panel per {per}, first repetition; all panels share both axes.{left_out}");
+    // Per-flow panels are titled with their algorithm: no legend needed.
+    let leg = if per == "flow" {
+        Vec::new()
+    } else {
+        legend(&rs)
+    };
+    let queue = rs
+        .iter()
+        .map(|r| Panel {
+            title: r.title.clone(),
+            colour: r.colour,
+            traces: vec![Trace {
+                colour: r.colour,
+                pts: r.queue.clone(),
+            }],
+            marks: r.drops.clone(),
+        })
+        .collect();
+    vec![
+        Multiples {
+            name: "cwnd",
+            title: "Congestion window",
+            y_unit: "kB",
+            note: format!("The sender's cwnd from its qlog. {shared}"),
+            panels: flow_panels(&rs, |f| &f.cwnd),
+            legend: leg.clone(),
+        },
+        Multiples {
+            name: "rtt",
+            title: "Round-trip time",
+            y_unit: "ms",
+            note: format!("The sender's smoothed RTT from its qlog. {shared}"),
+            panels: flow_panels(&rs, |f| &f.rtt),
+            legend: leg.clone(),
+        },
+        Multiples {
+            name: "goodput",
+            title: "Goodput",
+            y_unit: "Mbit/s",
+            note: format!("Application bytes delivered per 200 ms, from the receiver's qlog. {shared}"),
+            panels: flow_panels(&rs, |f| &f.goodput),
+            legend: leg,
+        },
+        Multiples {
+            name: "queue",
+            title: "Bottleneck queue",
+            y_unit: "kB",
+            note: format!("Queue occupancy at the end of each 100 ms sample; ticks along the top mark samples with drops. One panel per run, first repetition; all panels share both axes.{left_out}"),
+            panels: queue,
+            legend: Vec::new(),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_bounds_points_and_keeps_extremes() {
+        let pts: Vec<(f64, f64)> = (0..10_000)
+            .map(|i| {
+                (
+                    i as f64 * 1e-3,
+                    if i == 5_003 { 99.0 } else { (i % 7) as f64 },
+                )
+            })
+            .collect();
+        let t = thin(&pts, 100);
+        assert!(t.len() <= 400, "{}", t.len());
+        assert!(t.contains(&(5.003, 99.0)), "the spike is kept");
+        assert_eq!(t.first(), pts.first());
+        assert_eq!(t.last(), pts.last());
+        assert!(t.windows(2).all(|w| w[0].0 <= w[1].0), "order kept");
+        // Short series are left alone.
+        assert_eq!(thin(&pts[..50], 100), pts[..50].to_vec());
+    }
+}

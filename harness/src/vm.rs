@@ -1,0 +1,694 @@
+//! A throwaway Linux guest for running commands on a kernel that has what
+//! this host's lacks (netem, red, codel, fq_codel, pie): `cclab vm -- CMD`.
+//!
+//! Two kinds of guest:
+//!
+//! - **uml** (default): User-mode Linux, Debian's `user-mode-linux` package
+//!   (a 6.1 kernel built as a host program, with its modules). It needs no
+//!   KVM, boots in about a second, and runs guest programs on the host CPU
+//!   at native speed (system calls are slower: each one traps into the UML
+//!   kernel). One virtual CPU.
+//! - **qemu**: a stock Debian kernel (`linux-image-*-amd64`, fetched with
+//!   `apt-get download`, unpacked into a cache, never installed) booted by
+//!   virtme-ng under QEMU, with KVM where the host's KVM can boot it, else
+//!   software emulation (TCG: every instruction emulated, about 30 s to boot
+//!   and slow for CPU-heavy work such as QUIC's cryptography).
+//!
+//! Either way the guest sees the host's root filesystem read-only, with
+//! fresh in-memory `/tmp` and `/run`, and the working directory (the
+//! project checkout) plus any `--rw DIR` writable, so results written in the
+//! guest land on the host. The command runs as root in the guest with the
+//! host's environment; its standard output and error come back on separate
+//! channels, and its exit status becomes `cclab vm`'s. The guest kernel's
+//! own console goes to `console.log` in the job directory, printed when
+//! the guest fails before the command ends.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which guest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VmKind {
+    /// User-mode Linux.
+    Uml,
+    /// QEMU through virtme-ng.
+    Qemu,
+}
+
+impl VmKind {
+    /// Parses `uml` or `qemu`.
+    pub fn parse(s: &str) -> Option<VmKind> {
+        match s {
+            "uml" => Some(VmKind::Uml),
+            "qemu" => Some(VmKind::Qemu),
+            _ => None,
+        }
+    }
+}
+
+/// How to run the guest.
+#[derive(Clone, Debug)]
+pub struct VmOptions {
+    /// Which guest.
+    pub kind: VmKind,
+    /// Guest memory, MiB.
+    pub memory_mb: u32,
+    /// Virtual CPUs (qemu only; UML has one).
+    pub cpus: u32,
+    /// Directories the guest may write (the working directory is added).
+    pub writable: Vec<PathBuf>,
+    /// Install missing host packages (root only).
+    pub install: bool,
+    /// Print what is being prepared (kind, KVM or not, boot time).
+    pub verbose: bool,
+    /// Give up after this long (the guest is stopped; exit status 124).
+    pub timeout: Option<Duration>,
+}
+
+impl Default for VmOptions {
+    fn default() -> Self {
+        VmOptions {
+            kind: VmKind::Uml,
+            memory_mb: 2048,
+            cpus: 2,
+            writable: Vec::new(),
+            install: true,
+            verbose: true,
+            timeout: None,
+        }
+    }
+}
+
+/// Why the guest cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    /// A host program or package is missing and could not be installed.
+    #[error("cannot start a {kind} guest: {what} is missing ({how})")]
+    Missing {
+        /// uml or qemu.
+        kind: &'static str,
+        /// What is missing.
+        what: String,
+        /// How to get it.
+        how: String,
+    },
+    /// The guest started but the command's exit status never came back.
+    #[error("the {kind} guest stopped before the command finished; its console said:\n{console}")]
+    GuestFailed {
+        /// uml or qemu.
+        kind: &'static str,
+        /// The last lines of the guest kernel's console.
+        console: String,
+    },
+    /// Host I/O.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Kernel modules loaded before the command runs (the rest load on demand).
+const MODULES: &[&str] = &[
+    "veth",
+    "sch_netem",
+    "sch_tbf",
+    "sch_htb",
+    "sch_red",
+    "sch_codel",
+    "sch_fq_codel",
+    "sch_pie",
+    "sch_fq",
+];
+
+/// Prefix of job directories (under the host's temporary directory).
+pub const JOB_PREFIX: &str = "cclab-vm-";
+
+/// A job directory, removed on drop.
+struct Job {
+    dir: PathBuf,
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Removes job directories of `cclab vm` processes that no longer exist
+/// (a guest killed with SIGKILL leaves its job directory behind).
+pub fn remove_stale_jobs(tmp: &Path) {
+    let Ok(rd) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(JOB_PREFIX) else {
+            continue;
+        };
+        let pid: Option<i32> = rest.split('-').next().and_then(|p| p.parse().ok());
+        if let Some(pid) = pid {
+            // SAFETY: signal 0 only checks that the process exists.
+            let alive = unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            if !alive {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+fn new_job() -> std::io::Result<Job> {
+    let tmp = std::env::temp_dir();
+    remove_stale_jobs(&tmp);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir = tmp.join(format!("{JOB_PREFIX}{}-{nanos:x}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    Ok(Job { dir })
+}
+
+/// Quotes `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn which(prog: &str) -> Option<PathBuf> {
+    if prog.contains('/') {
+        return Path::new(prog).exists().then(|| PathBuf::from(prog));
+    }
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(["/usr/bin".into(), "/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// Installs Debian packages with apt-get (root), quietly.
+fn apt_install(pkgs: &[&str], verbose: bool) -> bool {
+    if !is_root() {
+        return false;
+    }
+    if verbose {
+        eprintln!(
+            "cclab vm: installing host packages (first use): {}",
+            pkgs.join(" ")
+        );
+    }
+    let ok = |c: &mut Command| {
+        c.env("DEBIAN_FRONTEND", "noninteractive")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    ok(Command::new("apt-get")
+        .args(["install", "-y", "-q"])
+        .args(pkgs))
+        || (ok(Command::new("apt-get").args(["update", "-q"]))
+            && ok(Command::new("apt-get")
+                .args(["install", "-y", "-q"])
+                .args(pkgs)))
+}
+
+/// Finds `prog`, installing `pkg` first if allowed.
+fn need(kind: &'static str, prog: &str, pkg: &str, opts: &VmOptions) -> Result<PathBuf, VmError> {
+    if let Some(p) = which(prog) {
+        return Ok(p);
+    }
+    if opts.install && apt_install(&[pkg], opts.verbose) {
+        if let Some(p) = which(prog) {
+            return Ok(p);
+        }
+    }
+    Err(VmError::Missing {
+        kind,
+        what: format!("`{prog}`"),
+        how: format!("apt-get install {pkg}, as root"),
+    })
+}
+
+/// The guest's init script: mounts, writable directories, modules, then
+/// the command with its output on the two channels and its status written
+/// to the job directory; powers the guest off.
+fn init_script(
+    job: &Path,
+    modules_root: Option<&Path>,
+    cwd: &Path,
+    writable: &[PathBuf],
+    cmd: &[String],
+) -> String {
+    let q = |p: &Path| shell_quote(&p.to_string_lossy());
+    let mut s = String::from("#!/bin/sh\n# Written by cclab vm: the guest's first process.\n");
+    s += "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+    s += "mount -t proc proc /proc\nmount -t sysfs sysfs /sys\n";
+    s += "mount -t tmpfs -o mode=755 run /run\nmkdir -p /run/job /run/netns\n";
+    s += &format!("mount -t hostfs -o {} none /run/job\n", q(job));
+    s += "mount -t tmpfs -o mode=1777 tmp /tmp\nmount -t tmpfs -o mode=1777 vartmp /var/tmp 2>/dev/null\n";
+    for w in writable {
+        s += &format!(
+            "mkdir -p {0} 2>/dev/null; mount -t hostfs -o {0} none {0}\n",
+            q(w)
+        );
+    }
+    if let Some(root) = modules_root {
+        // The guest kernel looks for modules under /lib/modules, which the
+        // read-only host root does not have: point modprobe (ours and the
+        // kernel's on-demand calls) at the package's tree.
+        s += "mkdir -p /run/mod/lib\n";
+        s += &format!("ln -s {} /run/mod/lib/modules\n", q(root));
+        s += "printf '#!/bin/sh\\nexec /sbin/modprobe -d /run/mod \"$@\"\\n' > /run/modprobe\n";
+        s += "chmod +x /run/modprobe\necho /run/modprobe > /proc/sys/kernel/modprobe\n";
+        s += &format!(
+            "for m in {}; do /run/modprobe -q $m; done\n",
+            MODULES.join(" ")
+        );
+    } else {
+        s += &format!("for m in {}; do modprobe -q $m; done\n", MODULES.join(" "));
+    }
+    s += "ip link set lo up\n";
+    for (k, v) in std::env::vars() {
+        let skip = ["PWD", "OLDPWD", "SHLVL", "_", "PATH", "TMPDIR"];
+        if skip.contains(&k.as_str())
+            || k.is_empty()
+            || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            || k.as_bytes()[0].is_ascii_digit()
+        {
+            continue;
+        }
+        s += &format!("export {k}={}\n", shell_quote(&v));
+    }
+    if let Some(p) = std::env::var_os("PATH") {
+        s += &format!("export PATH={}:$PATH\n", shell_quote(&p.to_string_lossy()));
+    }
+    s += "export CCLAB_IN_VM=1\n";
+    let line: Vec<String> = cmd.iter().map(|a| shell_quote(a)).collect();
+    s += &format!("cd {} || exit 1\n", q(cwd));
+    s += &format!("{} </dev/null >/dev/tty1 2>/dev/tty2\n", line.join(" "));
+    s += "echo $? > /run/job/rc\nsync\n";
+    s += "echo o > /proc/sysrq-trigger\nsleep 10\npoweroff -f\n";
+    s
+}
+
+/// `/dev/shm` if it is tmpfs with room for the guest's memory.
+fn memory_dir(memory_mb: u32) -> Option<PathBuf> {
+    let shm = Path::new("/dev/shm");
+    let c = std::ffi::CString::new("/dev/shm").ok()?;
+    // SAFETY: statvfs fills the struct we pass; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let free_mb = (st.f_bavail as u64 * st.f_frsize as u64) >> 20;
+    let tmpfs = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some("/dev/shm") && l.contains(" tmpfs "));
+    (tmpfs && free_mb > memory_mb as u64 + 256).then(|| shm.to_path_buf())
+}
+
+/// The UML modules tree of the installed package (`/usr/lib/uml/modules`).
+fn uml_modules() -> Option<PathBuf> {
+    let root = PathBuf::from("/usr/lib/uml/modules");
+    let has = std::fs::read_dir(&root)
+        .ok()?
+        .flatten()
+        .any(|e| e.path().join("modules.dep").exists());
+    has.then_some(root)
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let v: Vec<&str> = text.lines().collect();
+    v[v.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Waits for `child`, stopping it on `stop` or after `timeout`; returns
+/// whether it was stopped.
+fn wait(
+    child: &mut std::process::Child,
+    stop: &AtomicBool,
+    timeout: Option<Duration>,
+) -> std::io::Result<Result<std::process::ExitStatus, &'static str>> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok(Ok(st));
+        }
+        let why = if stop.load(Ordering::Relaxed) {
+            Some("interrupted")
+        } else if timeout.is_some_and(|t| t0.elapsed() > t) {
+            Some("timeout")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            // SAFETY: plain signals to our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let t1 = Instant::now();
+            while child.try_wait()?.is_none() {
+                if t1.elapsed() > Duration::from_secs(3) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            return Ok(Err(why));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `cmd` in a guest; returns its exit status (124 on timeout, 130
+/// when `stop` was set).
+pub fn run(cmd: &[String], opts: &VmOptions, stop: Arc<AtomicBool>) -> Result<i32, VmError> {
+    if cmd.is_empty() {
+        return Err(VmError::Missing {
+            kind: "uml",
+            what: "the command to run".into(),
+            how: "cclab vm -- CMD [ARGS...]".into(),
+        });
+    }
+    let cwd = std::env::current_dir()?;
+    let mut writable = vec![cwd.clone()];
+    for w in &opts.writable {
+        writable
+            .push(std::fs::canonicalize(w).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("--rw {}: {e}", w.display()))
+            })?);
+    }
+    let job = new_job()?;
+    let t0 = Instant::now();
+    let (mut child, console) = match opts.kind {
+        VmKind::Uml => start_uml(&job, &cwd, &writable, cmd, opts)?,
+        VmKind::Qemu => start_qemu(&job, &cwd, &writable, cmd, opts)?,
+    };
+    let stopped = wait(&mut child, &stop, opts.timeout)?;
+    if opts.verbose {
+        eprintln!(
+            "cclab vm: guest ran {:.1} s (boot included)",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    let status = match stopped {
+        Err("timeout") => return Ok(124),
+        Err(_) => return Ok(130),
+        Ok(st) => st,
+    };
+    let kind = match opts.kind {
+        VmKind::Uml => "uml",
+        VmKind::Qemu => "qemu",
+    };
+    // The guest writes the command's exit status to the job directory:
+    // UML's own says nothing of it, and virtme-ng's may be its own.
+    let _ = status;
+    let rc = std::fs::read_to_string(job.dir.join("rc"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    rc.ok_or_else(|| VmError::GuestFailed {
+        kind,
+        console: tail(&console, 30),
+    })
+}
+
+fn start_uml(
+    job: &Job,
+    cwd: &Path,
+    writable: &[PathBuf],
+    cmd: &[String],
+    opts: &VmOptions,
+) -> Result<(std::process::Child, PathBuf), VmError> {
+    let linux = need("uml", "linux.uml", "user-mode-linux", opts)?;
+    let modules = uml_modules().ok_or_else(|| VmError::Missing {
+        kind: "uml",
+        what: "the UML kernel modules (/usr/lib/uml/modules/*/modules.dep)".into(),
+        how: "apt-get install --reinstall user-mode-linux".into(),
+    })?;
+    let init = job.dir.join("init");
+    std::fs::write(
+        &init,
+        init_script(&job.dir, Some(&modules), cwd, writable, cmd),
+    )?;
+    std::fs::set_permissions(&init, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let console = job.dir.join("console.log");
+    let log = std::fs::File::create(&console)?;
+    if opts.verbose {
+        eprintln!(
+            "cclab vm: user-mode Linux guest ({}), no KVM needed",
+            linux.display()
+        );
+    }
+    let mut c = Command::new(linux);
+    c.arg(format!("mem={}M", opts.memory_mb))
+        .args(["rootfstype=hostfs", "rootflags=/", "ro", "quiet"])
+        .arg(format!("init={}", init.display()))
+        .arg(format!("umid=job{}", std::process::id()))
+        .arg(format!("uml_dir={}", job.dir.display()))
+        .args([
+            "con=null",
+            "con0=null,fd:3",
+            "con1=null,fd:1",
+            "con2=null,fd:2",
+            "ssl=null",
+        ])
+        .stdin(Stdio::null())
+        // UML keeps its guest memory in a (deleted) file under TMPDIR,
+        // best on tmpfs.
+        .env(
+            "TMPDIR",
+            memory_dir(opts.memory_mb).unwrap_or(job.dir.clone()),
+        );
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&log);
+    // SAFETY: dup2 in the child between fork and exec, on an open fd.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, move || {
+            if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok((c.spawn()?, console))
+}
+
+/// Where the qemu guest's kernel is cached.
+fn kernel_cache() -> PathBuf {
+    std::env::var_os("CCLAB_VM_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("cclab/vm")))
+        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/cclab/vm")))
+        .unwrap_or_else(|| PathBuf::from("/var/cache/cclab/vm"))
+}
+
+/// Fetches (once) the stock Debian kernel that `linux-image-amd64` points
+/// to, unpacked into the cache; returns the path of its vmlinuz.
+fn stock_kernel(opts: &VmOptions) -> Result<PathBuf, VmError> {
+    let cache = kernel_cache();
+    let find = || -> Option<PathBuf> {
+        std::fs::read_dir(cache.join("boot"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+            })
+    };
+    if let Some(k) = find() {
+        return Ok(k);
+    }
+    let missing = |what: &str| {
+        VmError::Missing {
+        kind: "qemu",
+        what: what.into(),
+        how: "apt-get download linux-image-amd64's kernel package and dpkg -x it into the cache (needs a Debian package mirror)".into(),
+    }
+    };
+    let deps = Command::new("apt-cache")
+        .args(["depends", "linux-image-amd64"])
+        .output()
+        .map_err(|_| missing("apt-cache"))?;
+    let pkg = String::from_utf8_lossy(&deps.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Depends: ").map(str::to_string))
+        .filter(|p| p.starts_with("linux-image-"))
+        .ok_or_else(|| missing("a linux-image-*-amd64 package in apt's lists"))?;
+    if opts.verbose {
+        eprintln!(
+            "cclab vm: fetching {pkg} into {} (first use)",
+            cache.display()
+        );
+    }
+    std::fs::create_dir_all(&cache)?;
+    let dl = Command::new("apt-get")
+        .args(["download", &pkg])
+        .current_dir(&cache)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    let deb = std::fs::read_dir(&cache)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "deb"));
+    let (true, Some(deb)) = (dl.success(), deb) else {
+        return Err(missing(&format!("the kernel package {pkg}")));
+    };
+    let x = Command::new("dpkg")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&cache)
+        .status()?;
+    let _ = std::fs::remove_file(&deb);
+    if !x.success() {
+        return Err(missing(&format!("an unpacked {pkg}")));
+    }
+    find().ok_or_else(|| missing("vmlinuz in the unpacked kernel package"))
+}
+
+/// Whether the host's KVM can run a stock kernel: a /dev/kvm and a CPU
+/// with hardware virtualisation (a paravirtual KVM without vmx/svm, as on
+/// this project's machines, cannot).
+fn kvm_usable() -> bool {
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    Path::new("/dev/kvm").exists()
+        && flags
+            .lines()
+            .filter(|l| l.starts_with("flags"))
+            .any(|l| l.split_whitespace().any(|f| f == "vmx" || f == "svm"))
+}
+
+fn start_qemu(
+    job: &Job,
+    cwd: &Path,
+    writable: &[PathBuf],
+    cmd: &[String],
+    opts: &VmOptions,
+) -> Result<(std::process::Child, PathBuf), VmError> {
+    need("qemu", "qemu-system-x86_64", "qemu-system-x86", opts)?;
+    need("qemu", "busybox", "busybox-static", opts)?;
+    need("qemu", "depmod", "kmod", opts)?;
+    need("qemu", "udevadm", "udev", opts)?;
+    let vng = which("vng").ok_or_else(|| VmError::Missing {
+        kind: "qemu",
+        what: "virtme-ng's `vng`".into(),
+        how: "pip install virtme-ng".into(),
+    })?;
+    let kernel = stock_kernel(opts)?;
+    let kvm = kvm_usable();
+    if opts.verbose {
+        eprintln!(
+            "cclab vm: QEMU guest, kernel {}, {}",
+            kernel.display(),
+            if kvm {
+                "KVM"
+            } else {
+                "software emulation (no usable KVM: slow, about 30 s to boot)"
+            }
+        );
+    }
+    // virtme-ng boots the guest itself; our script runs as its command.
+    let script = job.dir.join("cmd.sh");
+    let mut body = String::from("#!/bin/sh\n");
+    let line: Vec<String> = cmd.iter().map(|a| shell_quote(a)).collect();
+    body += &format!(
+        "for m in {}; do modprobe -q $m; done\ncd {} || exit 1\nexport CCLAB_IN_VM=1\n{}\nrc=$?\necho $rc > {}/rc\nexit $rc\n",
+        MODULES.join(" "),
+        shell_quote(&cwd.to_string_lossy()),
+        line.join(" "),
+        shell_quote(&job.dir.to_string_lossy()),
+    );
+    std::fs::write(&script, body)?;
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let console = job.dir.join("console.log");
+    let mut c = Command::new(vng);
+    c.arg("--run").arg(&kernel);
+    c.args(["--memory", &format!("{}M", opts.memory_mb)]);
+    c.args(["--cpus", &opts.cpus.to_string()]);
+    if !kvm {
+        c.arg("--disable-kvm");
+    }
+    for w in writable.iter().chain([&job.dir]) {
+        c.arg(format!("--rwdir={}", w.display()));
+    }
+    c.arg("--").arg(&script);
+    c.stdin(Stdio::null())
+        .stderr(std::fs::File::create(&console)?);
+    Ok((c.spawn()?, console))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_a_shell() {
+        for s in ["plain", "a b", "it's", "$HOME", "x;rm -rf /", "", "a\"b"] {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_quote(s)))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), s);
+        }
+    }
+
+    #[test]
+    fn init_script_mounts_then_runs_and_reports() {
+        let s = init_script(
+            Path::new("/tmp/cclab-vm-1-a"),
+            Some(Path::new("/usr/lib/uml/modules")),
+            Path::new("/work/p q"),
+            &[PathBuf::from("/work/p q")],
+            &[
+                "cclab".into(),
+                "run".into(),
+                "--cc".into(),
+                "vegas:alpha=1".into(),
+            ],
+        );
+        let pos = |needle: &str| {
+            s.find(needle)
+                .unwrap_or_else(|| panic!("{needle} missing:\n{s}"))
+        };
+        assert!(
+            pos("mount -t tmpfs -o mode=1777 tmp /tmp") < pos("mount -t hostfs -o '/work/p q'")
+        );
+        assert!(pos("/proc/sys/kernel/modprobe") < pos("cd '/work/p q'"));
+        assert!(
+            pos("cclab run --cc vegas:alpha=1 </dev/null >/dev/tty1 2>/dev/tty2")
+                < pos("echo $? > /run/job/rc")
+        );
+        assert!(pos("echo $? > /run/job/rc") < pos("sysrq-trigger"));
+    }
+
+    #[test]
+    fn stale_job_dirs_of_dead_processes_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        // pid 0x7ffffffe is never a live process here; ours is.
+        let dead = tmp.path().join(format!("{JOB_PREFIX}2147483646-1"));
+        let live = tmp
+            .path()
+            .join(format!("{JOB_PREFIX}{}-1", std::process::id()));
+        let other = tmp.path().join("unrelated");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        remove_stale_jobs(tmp.path());
+        assert!(!dead.exists() && live.exists() && other.exists());
+    }
+}

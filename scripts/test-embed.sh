@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Checks that cclab's plugins work in other people's quiche applications, and
+# that the README's walkthroughs say what the code does:
+#
+#  1. The README's quoted code ("Use a plugin in your own quiche application",
+#     "Write a new plugin") matches the files it quotes, block by block.
+#  2. The example plugin (cc-algorithms/src/fixed.rs) passes its unit tests
+#     and `cclab list` shows it.
+#  3. Builds the standalone projects in examples/embed/ (--locked; offline
+#     once their crates are in cargo's cache), checked by rustfmt and clippy.
+#  4. (a) examples/embed/quiche-client, a plain quiche client, downloads from
+#     our quic-server with vegas:alpha=1,beta=3, and uploads to it with
+#     fixed:window=20; (b) our quic-client downloads from
+#     examples/embed/tokio-quiche-server running vegas:alpha=1,beta=3. Each
+#     must move every byte, and the sending plugin's own state (its
+#     metrics, which only the plugin logs) must be in that end's qlog.
+#
+# Everything runs on loopback. Exit status 0 when every check passed.
+# Each example builds into EMBED_TARGET_DIR/<example> (default
+# target/embed/<example>): the two dependency graphs enable different
+# features, so they share no BoringSSL build, and in one target directory
+# each build would make the other's quiche stale. EMBED_BYTES (default
+# 10000000) is the size of each transfer.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+target="${EMBED_TARGET_DIR:-$root/target/embed}"
+bytes="${EMBED_BYTES:-10000000}"
+started=$(date +%s)
+
+fail() {
+    echo "test-embed: FAIL: $*" >&2
+    exit 1
+}
+step() { echo "test-embed: $*" >&2; }
+
+./patches/bootstrap.sh
+
+# 1. The README's quoted code against the files.
+step "README code blocks against the files they quote"
+python3 - "$root" <<'EOF' || fail "the README's quoted code differs from the files (see above)"
+import pathlib, re, sys
+
+root = pathlib.Path(sys.argv[1])
+readme = (root / "README.md").read_text()
+# <!-- embed-check: same FILE -->       the next fenced block is FILE, whole
+# <!-- embed-check: in FILE [FILE...] --> the next fenced block's lines are
+#                                         consecutive lines of each FILE
+#                                         (indentation aside)
+marker = re.compile(r"<!-- embed-check: (same|in) ([^>]+?) -->\n+```[a-z]*\n(.*?)^```", re.S | re.M)
+
+
+def contains(text, block):
+    lines = [l.strip() for l in text.splitlines()]
+    want = [l.strip() for l in block.splitlines()]
+    return any(lines[i:i + len(want)] == want for i in range(len(lines) - len(want) + 1))
+
+
+checks = 0
+bad = 0
+for kind, files, block in marker.findall(readme):
+    for f in files.split():
+        text = (root / f).read_text()
+        ok = text == block if kind == "same" else contains(text, block)
+        checks += 1
+        if not ok:
+            bad += 1
+            print(f"README block marked `{kind} {f}` does not match {f}:", file=sys.stderr)
+            print(block, file=sys.stderr)
+if checks < 6:
+    print(f"only {checks} embed-check blocks found in README.md; expected at least 6", file=sys.stderr)
+    sys.exit(1)
+print(f"test-embed: {checks} quoted blocks match", file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
+
+# 2. The example plugin: its unit tests, and `cclab list`. The workspace's
+# binaries are built (debug) if missing or stale.
+step "example plugin: unit tests, cclab list; workspace binaries"
+cargo test -q -p cc-algorithms --lib fixed:: 2>&1 | tail -n 3
+cargo build -q -p harness --bin cclab -p quic-server -p quic-client
+bin="${CARGO_TARGET_DIR:-$root/target}/debug"
+listing=$("$bin/cclab" list) || fail "cclab list failed"
+grep -Eq '^fixed +Plugin' <<<"$listing" || fail "cclab list does not show the fixed plugin"
+grep -Eq '^ +window +packets +default 10 ' <<<"$listing" || fail "cclab list does not show fixed's window parameter"
+
+# 3. The examples. Each is built once with clippy-driver as the compiler of
+# its own crate (RUSTC_WORKSPACE_WRAPPER, as `cargo clippy` does), so one
+# build gives both the binary and clippy's verdict: `cargo clippy` works in
+# check mode, whose build-script outputs are separate, and would build
+# BoringSSL a second time for each example.
+clippy=$(command -v clippy-driver || true)
+[ -n "$clippy" ] || step "clippy-driver not found: building the examples without clippy"
+for ex in quiche-client tokio-quiche-server; do
+    manifest="$root/examples/embed/$ex/Cargo.toml"
+    export CARGO_TARGET_DIR="$target/$ex"
+    step "building examples/embed/$ex (into $CARGO_TARGET_DIR)"
+    if ! cargo fetch --locked --offline --manifest-path "$manifest" 2>/dev/null; then
+        cargo fetch --locked --manifest-path "$manifest" ||
+            fail "$ex: cargo fetch --locked failed. If cc-algorithms gained a dependency, refresh the lock file: cargo update -p cc-algorithms --manifest-path $manifest"
+    fi
+    cargo fmt --manifest-path "$manifest" -- --check || fail "$ex is not rustfmt-clean"
+    RUSTC_WORKSPACE_WRAPPER="$clippy" cargo rustc -q --locked --offline --manifest-path "$manifest" --bin "$ex" -- -D warnings ||
+        fail "$ex does not build, or is not clippy-clean"
+done
+unset CARGO_TARGET_DIR
+client_ex="$target/quiche-client/debug/quiche-client"
+server_ex="$target/tokio-quiche-server/debug/tokio-quiche-server"
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Starts a server in the background (its stdout in $1); sets $port.
+start_server() {
+    local out=$1
+    shift
+    : >"$out"
+    "$@" >"$out" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do
+        port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$out" | head -n 1 || true)
+        [ -n "$port" ] && return 0
+        kill -0 "${pids[-1]}" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$out" >&2
+    fail "$1 did not start"
+}
+
+# The number of qlog records (lines) in file $1 that contain every one of
+# the strings $2...
+count_records() {
+    local out
+    out=$(grep -F -- "$2" "$1" || true)
+    shift 2
+    for s in "$@"; do out=$(grep -F -- "$s" <<<"$out" || true); done
+    if [ -z "$out" ]; then echo 0; else wc -l <<<"$out"; fi
+}
+
+# 4a. quiche-client against quic-server.
+step "(a) examples/embed/quiche-client against quic-server"
+start_server "$tmp/a-server.out" "$bin/quic-server" --listen 127.0.0.1:0 --cc cubic --qlog-level off
+url="https://127.0.0.1:$port"
+
+"$client_ex" "$url/bytes/$bytes" --cc vegas:alpha=1,beta=3 --qlog-dir "$tmp/a-get" >"$tmp/a-get.out" ||
+    { cat "$tmp/a-get.out" >&2; fail "(a) quiche-client's download failed"; }
+cat "$tmp/a-get.out" >&2
+grep -q "status 200, received $bytes bytes" "$tmp/a-get.out" || fail "(a) the download did not deliver $bytes bytes"
+q=$(ls "$tmp"/a-get/client-*.sqlog)
+grep -q '"title":"quiche-client cc=vegas:alpha=1,beta=3"' "$q" || fail "(a) the qlog does not name the spec"
+n=$(count_records "$q" quic:recovery_metrics_updated '"vegas_diff"')
+m=$(count_records "$q" quic:recovery_metrics_updated '"vegas_base_rtt_ms"')
+[ "$n" -ge 1 ] && [ "$m" -ge 1 ] || fail "(a) no Vegas state (vegas_diff, vegas_base_rtt_ms) in $q"
+step "(a) download: $bytes bytes; client qlog: $n metrics updates with vegas_diff, $m with vegas_base_rtt_ms"
+
+"$client_ex" "$url/upload" --upload "$bytes" --cc fixed:window=20 --qlog-dir "$tmp/a-post" >"$tmp/a-post.out" ||
+    { cat "$tmp/a-post.out" >&2; fail "(a) quiche-client's upload failed"; }
+cat "$tmp/a-post.out" >&2
+grep -q "status 200, uploaded $bytes bytes (the server counted $bytes)" "$tmp/a-post.out" ||
+    fail "(a) the server did not count $bytes uploaded bytes"
+q=$(ls "$tmp"/a-post/client-*.sqlog)
+n=$(count_records "$q" quic:recovery_metrics_updated '"fixed_window_packets":20.0')
+w=$(count_records "$q" quic:recovery_metrics_updated '"congestion_window":24000')
+s=$(count_records "$q" quic:congestion_state_updated '"new":"fixed"')
+[ "$n" -ge 1 ] && [ "$w" -ge 1 ] && [ "$s" -ge 1 ] ||
+    fail "(a) fixed:window=20's state (fixed_window_packets 20, cwnd 24000 = 20 x 1200 B, state fixed) is not in $q"
+step "(a) upload: $bytes bytes; client qlog: fixed_window_packets 20, cwnd 24000 B, state 'fixed'"
+
+# 4b. quic-client against tokio-quiche-server.
+step "(b) quic-client against examples/embed/tokio-quiche-server"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -subj /CN=localhost -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null ||
+    fail "openssl could not make a test certificate"
+start_server "$tmp/b-server.out" "$server_ex" --listen 127.0.0.1:0 --cert "$tmp/cert.pem" --key "$tmp/key.pem" \
+    --cc vegas:alpha=1,beta=3 --qlog-dir "$tmp/b-qlog" --connections 1
+server_pid=${pids[-1]}
+"$bin/quic-client" "https://127.0.0.1:$port/bytes/$bytes" --json --qlog-level off >"$tmp/b-client.json" ||
+    { cat "$tmp/b-client.json" >&2; fail "(b) quic-client's download from tokio-quiche-server failed"; }
+python3 - "$tmp/b-client.json" "$bytes" <<'EOF' || fail "(b) quic-client did not receive $bytes bytes"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"test-embed: (b) quic-client: {r['bytes']} bytes, status {r['status']}, {r['goodput_bps'] / 1e6:.1f} Mbit/s", file=sys.stderr)
+sys.exit(0 if r["complete"] and r["status"] == 200 and r["bytes"] == int(sys.argv[2]) else 1)
+EOF
+# The server exits once the connection has ended (--connections 1).
+for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+wait "$server_pid" || fail "(b) tokio-quiche-server exited with an error: $(cat "$tmp/b-server.out")"
+q=$(ls "$tmp"/b-qlog/server-*.sqlog)
+grep -q '"title":"tokio-quiche-server cc=vegas:alpha=1,beta=3"' "$q" || fail "(b) the qlog does not name the spec"
+n=$(count_records "$q" quic:recovery_metrics_updated '"vegas_diff"')
+m=$(count_records "$q" quic:recovery_metrics_updated '"vegas_base_rtt_ms"')
+[ "$n" -ge 10 ] && [ "$m" -ge 1 ] || fail "(b) too little Vegas state in $q ($n updates with vegas_diff, $m with vegas_base_rtt_ms)"
+step "(b) download: $bytes bytes; server qlog: $n metrics updates with vegas_diff, $m with vegas_base_rtt_ms"
+
+echo "test-embed: all checks passed in $(($(date +%s) - started)) s"
