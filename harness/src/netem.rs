@@ -322,37 +322,27 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
                 &rate,
             ]))
         }
-        (Aqm::CoDel(c), _) if d.sched == Sched::Fq => {
-            // The kernel's fq_codel: flows hashed by 5-tuple into their own
-            // queues, served by deficit round robin one MTU at a time, CoDel
-            // on each. It also serves new (sparse) flows first, which the
-            // emulator's fq does not; its limit is over all flows.
-            let pkts = (limit / mtu).max(1);
-            leaf.extend(s(&[
-                "fq_codel",
-                "limit",
-                &pkts.to_string(),
-                "target",
-                &format_duration_ns(c.target_ns),
-                "interval",
-                &format_duration_ns(c.interval_ns),
-                "quantum",
-                &mtu.to_string(),
-                "noecn",
-            ]))
-        }
         (Aqm::CoDel(c), _) => {
+            // With sched = "fq", the kernel's fq_codel: flows hashed by
+            // 5-tuple into their own queues, served by deficit round robin
+            // one MTU at a time, CoDel on each. It also serves new (sparse)
+            // flows first, which the emulator's fq does not; its limit is
+            // over all flows.
+            let fq = d.sched == Sched::Fq;
             let pkts = (limit / mtu).max(1);
             leaf.extend(s(&[
-                "codel",
+                if fq { "fq_codel" } else { "codel" },
                 "limit",
                 &pkts.to_string(),
                 "target",
                 &format_duration_ns(c.target_ns),
                 "interval",
                 &format_duration_ns(c.interval_ns),
-                "noecn",
-            ]))
+            ]));
+            if fq {
+                leaf.extend(s(&["quantum", &mtu.to_string()]));
+            }
+            leaf.push("noecn".into());
         }
         (Aqm::Pie(p), _) => {
             // Linux's pie (RFC 8033): `limit` in packets; `target` and
@@ -758,6 +748,13 @@ mod tests {
             line(&c[2]),
             "-n r qdisc replace dev rc0 parent 1:1 handle 10: codel limit 66 target 3ms interval 60ms noecn"
         );
+        let fq = spec("aqm = \"fq_codel:target=3ms\"");
+        let c = shaper_args("r", "rc0", &fq, Dir::Down, 1500);
+        assert_eq!(
+            line(&c[2]),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: fq_codel limit 66 target 3ms interval 100ms quantum 1500 noecn"
+        );
+        assert!(unsupported_sched(&fq).is_none());
         let _ = CoDelParams::default();
         let bf = spec("queue = \"1bdp\"\naqm = \"droptail\"\n[up]\nqueue = \"50kb\"");
         assert!(line(&shaper_args("r", "rs0", &bf, Dir::Up, 1500)[0]).ends_with("limit 51200"));
