@@ -569,15 +569,6 @@ impl NetemLink {
         })
     }
 
-    /// Drops by the netem qdisc (random loss) of one direction.
-    pub fn netem_drops(&self, dir: Dir) -> u64 {
-        let (ens, edev, _) = placement(&self.topology, dir);
-        netns::run("tc", &["-n", ens, "-s", "-j", "qdisc", "show", "dev", edev])
-            .ok()
-            .and_then(|o| parse_root_stats(&o))
-            .map_or(0, |s| s.drops)
-    }
-
     /// Samples both directions every `interval` into `path` (JSON lines,
     /// the same [`Sample`] as emu) until the returned sampler is stopped.
     /// Reads the counters through one `tc -batch` per namespace.

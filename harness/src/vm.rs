@@ -30,8 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Which guest.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VmKind {
     /// User-mode Linux.
     Uml,
@@ -40,6 +39,14 @@ pub enum VmKind {
 }
 
 impl VmKind {
+    /// `uml` or `qemu`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VmKind::Uml => "uml",
+            VmKind::Qemu => "qemu",
+        }
+    }
+
     /// Parses `uml` or `qemu`.
     pub fn parse(s: &str) -> Option<VmKind> {
         match s {
@@ -338,16 +345,16 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// Waits for `child`, stopping it on `stop` or after `timeout`; returns
-/// whether it was stopped.
+/// why it was stopped (`interrupted`, `timeout`), or `None` if it ended.
 fn wait(
     child: &mut std::process::Child,
     stop: &AtomicBool,
     timeout: Option<Duration>,
-) -> std::io::Result<Result<std::process::ExitStatus, &'static str>> {
+) -> std::io::Result<Option<&'static str>> {
     let t0 = Instant::now();
     loop {
-        if let Some(st) = child.try_wait()? {
-            return Ok(Ok(st));
+        if child.try_wait()?.is_some() {
+            return Ok(None);
         }
         let why = if stop.load(Ordering::Relaxed) {
             Some("interrupted")
@@ -368,7 +375,7 @@ fn wait(
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            return Ok(Err(why));
+            return Ok(Some(why));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -405,23 +412,18 @@ pub fn run(cmd: &[String], opts: &VmOptions, stop: Arc<AtomicBool>) -> Result<i3
             t0.elapsed().as_secs_f64()
         );
     }
-    let status = match stopped {
-        Err("timeout") => return Ok(124),
-        Err(_) => return Ok(130),
-        Ok(st) => st,
-    };
-    let kind = match opts.kind {
-        VmKind::Uml => "uml",
-        VmKind::Qemu => "qemu",
-    };
+    match stopped {
+        Some("timeout") => return Ok(124),
+        Some(_) => return Ok(130),
+        None => {}
+    }
     // The guest writes the command's exit status to the job directory:
     // UML's own says nothing of it, and virtme-ng's may be its own.
-    let _ = status;
     let rc = std::fs::read_to_string(job.dir.join("rc"))
         .ok()
         .and_then(|s| s.trim().parse().ok());
     rc.ok_or_else(|| VmError::GuestFailed {
-        kind,
+        kind: opts.kind.name(),
         console: tail(&console, 30),
     })
 }
