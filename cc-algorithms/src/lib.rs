@@ -41,6 +41,7 @@ pub mod pso;
 pub mod registry;
 pub mod smcc;
 pub mod testing;
+pub mod tuned;
 pub mod units;
 pub mod vegas;
 pub mod westwood;

@@ -55,7 +55,38 @@ impl SplitMix64 {
     }
 }
 
-/// Settings of the swarm.
+/// Settings of the swarm, in any number of dimensions ([`SwarmN`]).
+#[derive(Debug, Clone)]
+pub struct PsoSettings {
+    /// Number of particles.
+    pub swarm: usize,
+    /// Iterations (each evaluates every particle once).
+    pub iterations: usize,
+    /// Inertia at the first iteration.
+    pub w_start: f64,
+    /// Inertia at the last iteration.
+    pub w_end: f64,
+    /// Cognitive acceleration constant.
+    pub c1: f64,
+    /// Social acceleration constant.
+    pub c2: f64,
+    /// Velocity limit per dimension, as a fraction of the range.
+    pub vmax_fraction: f64,
+    /// Lower bounds, one per dimension.
+    pub lower: Vec<f64>,
+    /// Upper bounds, one per dimension (as many as `lower`).
+    pub upper: Vec<f64>,
+    /// Seed of the generator.
+    pub seed: u64,
+    /// Measure the global best once more after every pass, replacing its
+    /// stored fitness (module docs). For noisy, changing fitness.
+    pub remeasure_best: bool,
+    /// Where the first particle starts (e.g. the defaults being improved
+    /// on), instead of at random; the others are random as always.
+    pub start: Option<Vec<f64>>,
+}
+
+/// Settings of the two-dimensional [`Swarm`] SMCC uses.
 #[derive(Debug, Clone)]
 pub struct PsoConfig {
     /// Number of particles.
@@ -83,21 +114,46 @@ pub struct PsoConfig {
     pub remeasure_best: bool,
 }
 
+impl From<PsoConfig> for PsoSettings {
+    fn from(c: PsoConfig) -> Self {
+        PsoSettings {
+            swarm: c.swarm,
+            iterations: c.iterations,
+            w_start: c.w_start,
+            w_end: c.w_end,
+            c1: c.c1,
+            c2: c.c2,
+            vmax_fraction: c.vmax_fraction,
+            lower: c.lower.to_vec(),
+            upper: c.upper.to_vec(),
+            seed: c.seed,
+            remeasure_best: c.remeasure_best,
+            start: None,
+        }
+    }
+}
+
+/// A repair applied to every position after it moves (in place).
+pub type Repair = std::sync::Arc<dyn Fn(&mut [f64]) + Send + Sync>;
+
 #[derive(Debug, Clone)]
 struct Particle {
-    x: [f64; 2],
-    v: [f64; 2],
-    best_x: [f64; 2],
+    x: Vec<f64>,
+    v: Vec<f64>,
+    best_x: Vec<f64>,
     best_f: f64,
 }
 
-/// A swarm maximising a fitness measured for one particle at a time.
-#[derive(Debug, Clone)]
-pub struct Swarm {
-    cfg: PsoConfig,
+/// A swarm in any number of dimensions maximising a fitness measured for
+/// one particle at a time. The particles of one iteration do not move
+/// until all of them are measured, so a caller may also measure them
+/// together ([`pending`](Self::pending)) and report in order.
+#[derive(Clone)]
+pub struct SwarmN {
+    cfg: PsoSettings,
     rng: SplitMix64,
     particles: Vec<Particle>,
-    best_x: [f64; 2],
+    best_x: Vec<f64>,
     best_f: f64,
     /// The particle whose personal best is the global best.
     best_owner: usize,
@@ -106,30 +162,54 @@ pub struct Swarm {
     /// Particle whose fitness is measured next.
     current: usize,
     iteration: usize,
-    repair: fn([f64; 2]) -> [f64; 2],
+    repair: Repair,
 }
 
-impl Swarm {
-    /// A swarm spread uniformly at random over the bounds.
-    pub fn new(cfg: PsoConfig, repair: fn([f64; 2]) -> [f64; 2]) -> Self {
+impl std::fmt::Debug for SwarmN {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwarmN")
+            .field("cfg", &self.cfg)
+            .field("particles", &self.particles)
+            .field("best_x", &self.best_x)
+            .field("best_f", &self.best_f)
+            .field("iteration", &self.iteration)
+            .field("current", &self.current)
+            .field("remeasuring", &self.remeasuring)
+            .finish()
+    }
+}
+
+impl SwarmN {
+    /// A swarm spread uniformly at random over the bounds. Bounds of
+    /// different lengths are cut to the shorter; a swarm has at least one
+    /// particle.
+    pub fn new(mut cfg: PsoSettings, repair: Repair) -> Self {
+        let dims = cfg.lower.len().min(cfg.upper.len());
+        cfg.lower.truncate(dims);
+        cfg.upper.truncate(dims);
         let mut rng = SplitMix64::new(cfg.seed);
         let n = cfg.swarm.max(1);
         let particles = (0..n)
-            .map(|_| {
-                let x: [f64; 2] = std::array::from_fn(|d| {
-                    cfg.lower[d] + rng.next_f64() * (cfg.upper[d] - cfg.lower[d])
-                });
-                let x = repair(x);
+            .map(|i| {
+                let mut x: Vec<f64> = (0..dims)
+                    .map(|d| cfg.lower[d] + rng.next_f64() * (cfg.upper[d] - cfg.lower[d]))
+                    .collect();
+                if let Some(start) = cfg.start.as_ref().filter(|s| i == 0 && s.len() == dims) {
+                    for d in 0..dims {
+                        x[d] = start[d].clamp(cfg.lower[d], cfg.upper[d]);
+                    }
+                }
+                repair(&mut x);
                 Particle {
+                    v: vec![0.0; dims],
+                    best_x: x.clone(),
                     x,
-                    v: [0.0; 2],
-                    best_x: x,
                     best_f: f64::NEG_INFINITY,
                 }
             })
             .collect::<Vec<_>>();
-        let best_x = particles[0].x;
-        Swarm {
+        let best_x = particles[0].x.clone();
+        SwarmN {
             cfg,
             rng,
             particles,
@@ -150,11 +230,27 @@ impl Swarm {
 
     /// The position to measure next (the global best while it is being
     /// re-measured, and once finished).
-    pub fn candidate(&self) -> [f64; 2] {
+    pub fn candidate(&self) -> &[f64] {
         if self.finished() || self.remeasuring {
-            self.best_x
+            &self.best_x
         } else {
-            self.particles[self.current].x
+            &self.particles[self.current].x
+        }
+    }
+
+    /// Every position to measure before the swarm moves, in the order to
+    /// report them: the rest of this iteration's particles, or the global
+    /// best while it is re-measured. Empty once finished.
+    pub fn pending(&self) -> Vec<Vec<f64>> {
+        if self.finished() {
+            Vec::new()
+        } else if self.remeasuring {
+            vec![self.best_x.clone()]
+        } else {
+            self.particles[self.current..]
+                .iter()
+                .map(|p| p.x.clone())
+                .collect()
         }
     }
 
@@ -169,8 +265,8 @@ impl Swarm {
     }
 
     /// The best position and fitness so far.
-    pub fn best(&self) -> ([f64; 2], f64) {
-        (self.best_x, self.best_f)
+    pub fn best(&self) -> (&[f64], f64) {
+        (&self.best_x, self.best_f)
     }
 
     /// The inertia weight of the current iteration.
@@ -201,7 +297,9 @@ impl Swarm {
                 .enumerate()
                 .max_by(|a, b| a.1.best_f.total_cmp(&b.1.best_f))
                 .expect("a swarm has particles");
-            (self.best_owner, self.best_x, self.best_f) = (owner, p.best_x, p.best_f);
+            self.best_owner = owner;
+            self.best_x.clone_from(&p.best_x);
+            self.best_f = p.best_f;
             self.remeasuring = false;
             self.step();
             self.iteration += 1;
@@ -211,11 +309,11 @@ impl Swarm {
         let p = &mut self.particles[i];
         if fitness > p.best_f {
             p.best_f = fitness;
-            p.best_x = p.x;
+            p.best_x.clone_from(&p.x);
         }
         if fitness > self.best_f {
             self.best_f = fitness;
-            self.best_x = p.x;
+            self.best_x.clone_from(&p.x);
             self.best_owner = i;
         }
         self.current += 1;
@@ -236,7 +334,7 @@ impl Swarm {
         for i in 0..self.particles.len() {
             let (r1, r2) = (self.rng.next_f64(), self.rng.next_f64());
             let p = &mut self.particles[i];
-            for d in 0..2 {
+            for d in 0..p.x.len() {
                 let vmax = self.cfg.vmax_fraction * (self.cfg.upper[d] - self.cfg.lower[d]);
                 let v = w * p.v[d]
                     + self.cfg.c1 * r1 * (p.best_x[d] - p.x[d])
@@ -244,8 +342,64 @@ impl Swarm {
                 p.v[d] = v.clamp(-vmax, vmax);
                 p.x[d] = (p.x[d] + p.v[d]).clamp(self.cfg.lower[d], self.cfg.upper[d]);
             }
-            p.x = (self.repair)(p.x);
+            (self.repair)(&mut p.x);
         }
+    }
+}
+
+/// The two-dimensional swarm SMCC runs online: [`SwarmN`] over `[f64; 2]`.
+#[derive(Debug, Clone)]
+pub struct Swarm(SwarmN);
+
+fn pair(x: &[f64]) -> [f64; 2] {
+    [x[0], x[1]]
+}
+
+impl Swarm {
+    /// A swarm spread uniformly at random over the bounds.
+    pub fn new(cfg: PsoConfig, repair: fn([f64; 2]) -> [f64; 2]) -> Self {
+        let repair: Repair = std::sync::Arc::new(move |x: &mut [f64]| {
+            let r = repair(pair(x));
+            x.copy_from_slice(&r);
+        });
+        Swarm(SwarmN::new(cfg.into(), repair))
+    }
+
+    /// Whether every iteration is done.
+    pub fn finished(&self) -> bool {
+        self.0.finished()
+    }
+
+    /// The position to measure next (the global best while it is being
+    /// re-measured, and once finished).
+    pub fn candidate(&self) -> [f64; 2] {
+        pair(self.0.candidate())
+    }
+
+    /// Whether the next report re-measures the global best.
+    pub fn remeasuring(&self) -> bool {
+        self.0.remeasuring()
+    }
+
+    /// Index of the particle measured next, and the iteration.
+    pub fn progress(&self) -> (usize, usize) {
+        self.0.progress()
+    }
+
+    /// The best position and fitness so far.
+    pub fn best(&self) -> ([f64; 2], f64) {
+        let (x, f) = self.0.best();
+        (pair(x), f)
+    }
+
+    /// The inertia weight of the current iteration.
+    pub fn inertia(&self) -> f64 {
+        self.0.inertia()
+    }
+
+    /// Records the fitness of [`candidate`](Self::candidate).
+    pub fn report(&mut self, fitness: f64) {
+        self.0.report(fitness)
     }
 }
 

@@ -143,35 +143,45 @@ pub struct SmccTable {
 }
 
 impl SmccTable {
-    /// Reads and checks a table. Errors say what is wrong, with the entry.
+    /// Reads and checks a table (the format of [`crate::tuned`], with Vegas's
+    /// `alpha` and `beta` as its parameters). Errors say what is wrong, with
+    /// the entry.
     pub fn load(path: &Path) -> Result<SmccTable, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let mut t: SmccTable = toml::from_str(&text).map_err(|e| {
-            format!(
-                "{} is not an SMCC table ([[entry]] rtt_ms, rate_bps, alpha, beta, fitness): {}",
-                path.display(),
-                e.message()
-            )
+        let t = crate::tuned::TunedTable::load(path).map_err(|e| {
+            format!("not an SMCC table ([[entry]] rtt_ms, rate_bps, alpha, beta, fitness): {e}")
         })?;
-        if t.entry.is_empty() {
-            return Err(format!("{} has no [[entry]] rows", path.display()));
+        if let Some(a) = t
+            .algorithm
+            .as_deref()
+            .filter(|a| !matches!(*a, "vegas" | "smcc"))
+        {
+            return Err(format!(
+                "{} was tuned for `{a}`; SMCC takes a table of Vegas's alpha and beta (`cclab tune vegas` or `cclab tune smcc`)",
+                path.display()
+            ));
         }
+        let mut entry = Vec::with_capacity(t.entry.len());
         for (i, e) in t.entry.iter().enumerate() {
-            let ok = [e.rtt_ms, e.rate_bps, e.alpha, e.beta]
-                .iter()
-                .all(|v| v.is_finite() && *v > 0.0)
-                && e.alpha >= 1.0
-                && e.beta > e.alpha;
+            let (alpha, beta) = (e.params.get("alpha"), e.params.get("beta"));
+            let ok = matches!((alpha, beta), (Some(&a), Some(&b)) if a >= 1.0 && b > a);
             if !ok {
                 return Err(format!(
                     "{} entry {i}: needs rtt_ms > 0, rate_bps > 0 and 1 <= alpha < beta (got {e:?})",
                     path.display()
                 ));
             }
+            entry.push(TableEntry {
+                rtt_ms: e.rtt_ms,
+                rate_bps: e.rate_bps,
+                alpha: e.params["alpha"],
+                beta: e.params["beta"],
+                fitness: e.fitness,
+            });
         }
-        t.path = path.to_path_buf();
-        Ok(t)
+        Ok(SmccTable {
+            entry,
+            path: path.to_path_buf(),
+        })
     }
 
     /// The entry nearest to a measured condition (log distance).

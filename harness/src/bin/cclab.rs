@@ -17,6 +17,7 @@ use harness::emu::{EmuConfig, Emulator, Route};
 use harness::link::units::parse_duration_ns;
 use harness::link::Backend;
 use harness::netns;
+use harness::tune::{request, Outcome, Progress, TuneError};
 
 #[derive(Parser)]
 #[command(
@@ -51,8 +52,9 @@ enum Cmd {
     },
     /// Run a grid of scenarios (resumable; --shard I/N splits it across machines).
     Sweep(SweepArgs),
-    /// Tune an algorithm offline over emulated runs (only `smcc`): writes a
-    /// table of the best (alpha, beta) per network condition.
+    /// Tune any algorithm's parameters for an objective, per network
+    /// condition, on the virtual-time link: writes a table the algorithm
+    /// loads (`ALG:table=FILE`). `cclab tune smcc` is SMCC's offline mode.
     Tune(Box<TuneArgs>),
     /// Re-run a seed paper's evaluation and check its claims: PASS, FAIL
     /// (with the measured figures and the likely reason) or N/A.
@@ -259,44 +261,93 @@ struct ReproduceArgs {
     quiet: bool,
 }
 
+/// `cclab tune` arguments.
 #[derive(clap::Args)]
 struct TuneArgs {
-    /// The algorithm to tune: smcc.
+    /// The algorithm to tune (any registered one with numeric parameters;
+    /// `cclab list` shows them), or `smcc`: SMCC's offline mode, the same as
+    /// `vegas --param alpha=1..19.5 --param beta=1.5..20 --objective smcc`.
     algorithm: String,
-    /// The table to write (TOML); load it with --cc smcc:table=FILE.
+    /// A parameter to search and its range: NAME=LO..HI (repeatable), within
+    /// the range the registry allows.
+    #[arg(long = "param", value_name = "NAME=LO..HI")]
+    params: Vec<String>,
+    /// What to maximise: a preset (smcc, power, utilization-delay) or an
+    /// expression over utilization, goodput, goodput_mbps, queue_delay,
+    /// p95_queue_delay, base_rtt, rtt, p95_rtt, loss_rate, drop_rate, jain,
+    /// flows (delays in ms), e.g. 'utilization - 0.5*p95_queue_delay/base_rtt'.
+    /// Required except for `smcc`.
     #[arg(long)]
-    out: PathBuf,
-    /// Bottleneck rates to tune for (repeatable; default 20mbit).
+    objective: Option<String>,
+    /// A network condition to tune for: rate=RATE,rtt=TIME[,loss=P,flows=N]
+    /// (repeatable; each gets its own search and table entry; default
+    /// rate=20mbit,rtt=40ms).
+    #[arg(long = "conditions", value_name = "rate=..,rtt=..")]
+    conditions: Vec<String>,
+    /// Bottleneck rates (repeatable): every pair with --rtt is a condition.
     #[arg(long = "rate")]
     rates: Vec<String>,
-    /// Round-trip times to tune for (repeatable; default 40ms).
+    /// Round-trip times (repeatable), see --rate.
     #[arg(long = "rtt")]
     rtts: Vec<String>,
-    /// Queue limit.
+    /// Parameters held fixed: a spec of the algorithm, e.g. vegas:gamma=2.
+    #[arg(long)]
+    base: Option<String>,
+    /// A scenario file to evaluate in (its flows running the algorithm get
+    /// the candidate; the condition sets rate, RTT, loss and their count);
+    /// default: one download over a 1 BDP drop-tail link.
+    #[arg(long)]
+    scenario: Option<PathBuf>,
+    /// Queue limit of the default scenario.
     #[arg(long, default_value = "1bdp")]
     queue: String,
-    /// Queue management.
+    /// Queue management of the default scenario.
     #[arg(long, default_value = "droptail")]
     aqm: String,
-    /// Particles per condition.
-    #[arg(long, default_value_t = 6)]
-    swarm: usize,
-    /// Iterations per condition.
-    #[arg(long, default_value_t = 4)]
-    iterations: usize,
-    /// Length of each evaluation run.
-    #[arg(long, default_value = "6s")]
-    duration: String,
-    /// Seed of the swarm and the link.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
     /// Where evaluations run: sim (virtual time, the default: fast and
     /// repeatable) or emu (real processes on the userspace emulator).
     #[arg(long, default_value = "sim")]
     link: String,
-    /// Where each evaluation's run goes (default: next to the table).
+    /// Length of each evaluation run (default: the scenario's, 6s).
+    #[arg(long)]
+    duration: Option<String>,
+    /// The optimiser: pso (particle swarm, as SMCC's paper) or cmaes
+    /// (CMA-ES, the `cmaes` crate).
+    #[arg(long, default_value = "pso")]
+    optimizer: String,
+    /// Particles (pso, default 6) or population (cmaes, default 4 + 3 ln d).
+    #[arg(long)]
+    swarm: Option<usize>,
+    /// Iterations (pso) or generations (cmaes), default 5.
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// Seed of the optimiser.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Link seeds each point is measured on (its value is their mean).
+    #[arg(long, default_value_t = 1)]
+    seeds: usize,
+    /// Fresh link seeds the best and the defaults are compared on at the end.
+    #[arg(long, default_value_t = 3)]
+    validate: usize,
+    /// Evaluations at once (default: one per core).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Run only shard I of N of the pending batch and exit (job arrays; a
+    /// later call without --shard, or the next wave, advances the search).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// The table to write (TOML); load it with --cc ALG:table=FILE.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The work directory: every evaluation, result.json, convergence.svg
+    /// (default: next to the table, TABLE.runs). Running the same command
+    /// again resumes from it.
     #[arg(long)]
     work: Option<PathBuf>,
+    /// Print result.json on standard output.
+    #[arg(long)]
+    json: bool,
     /// No progress output.
     #[arg(long)]
     quiet: bool,
@@ -1313,125 +1364,139 @@ fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
     })
 }
 
+fn parse_shard(s: &str) -> Option<(usize, usize)> {
+    let (i, n) = s.split_once('/')?;
+    let (i, n) = (i.trim().parse().ok()?, n.trim().parse().ok()?);
+    (n > 0 && i < n).then_some((i, n))
+}
+
+fn fmt_eta(s: f64) -> String {
+    if !s.is_finite() {
+        return "?".into();
+    }
+    let s = s.round() as u64;
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn show_progress(p: &Progress) {
+    let value = if let Some(e) = &p.last.error {
+        format!("refused ({})", e.lines().next().unwrap_or(""))
+    } else {
+        format!(
+            "{}",
+            harness::tune::output::brief(&p.last.metrics)
+        )
+    };
+    let best: Vec<String> = p
+        .best
+        .iter()
+        .map(|b| if b.is_finite() { format!("{b:.3}") } else { "-".into() })
+        .collect();
+    eprintln!(
+        "[{}/{}] {} | {} seed {}: {} | best so far {} | ETA {}",
+        p.done,
+        p.total,
+        p.last.key.condition.label(),
+        p.last.key.spec,
+        p.last.key.seed,
+        value,
+        best.join(", "),
+        fmt_eta(p.eta_s)
+    );
+}
+
+/// `cclab tune`.
 fn tune(a: TuneArgs) -> anyhow::Result<i32> {
-    if a.algorithm != "smcc" {
-        bad_input(format!(
-            "tune: `{}` cannot be tuned offline; allowed: smcc",
-            a.algorithm
-        ));
-    }
-    let rates: Vec<f64> = if a.rates.is_empty() {
-        vec!["20mbit".into()]
-    } else {
-        a.rates.clone()
-    }
-    .iter()
-    .map(|r| {
-        cc_algorithms::units::parse_rate(r)
-            .filter(|v| *v >= 1000.0)
-            .unwrap_or_else(|| bad_input(format!("--rate: `{r}` is not a rate such as 20mbit")))
-    })
-    .collect();
-    let rtts: Vec<u64> = if a.rtts.is_empty() {
-        vec!["40ms".into()]
-    } else {
-        a.rtts.clone()
-    }
-    .iter()
-    .map(|t| {
-        parse_duration_ns(t)
-            .filter(|v| *v > 0)
-            .unwrap_or_else(|| bad_input(format!("--rtt: `{t}` is not a time such as 40ms")))
-    })
-    .collect();
-    let duration_ns = parse_duration_ns(&a.duration)
-        .filter(|v| *v >= 1_000_000_000)
-        .unwrap_or_else(|| {
-            bad_input(format!(
-                "--duration: `{}` is not a time of at least 1s",
-                a.duration
-            ))
-        });
-    if a.swarm == 0 || a.iterations == 0 {
-        bad_input("--swarm and --iterations must be at least 1");
-    }
-    let link = harness::link::LinkSpec::from_pairs(
-        [
-            ("queue", a.queue.as_str()),
-            ("aqm", a.aqm.as_str()),
-            ("backend", a.link.as_str()),
-        ],
-        std::path::Path::new("."),
-    )
-    .unwrap_or_else(|e| bad_input(e));
-    let cfg = harness::tune::TuneConfig {
-        link,
-        rates,
-        rtts_ns: rtts,
+    let req = request::Request {
+        algorithm: a.algorithm.clone(),
+        base: a.base.clone(),
+        params: a.params.clone(),
+        objective: a.objective.clone(),
+        conditions: a.conditions.clone(),
+        rates: a.rates.clone(),
+        rtts: a.rtts.clone(),
+        scenario: a.scenario.clone(),
+        queue: a.queue.clone(),
+        aqm: a.aqm.clone(),
+        link: a.link.clone(),
+        duration: a.duration.clone(),
+        optimizer: a.optimizer.clone(),
         swarm: a.swarm,
         iterations: a.iterations,
-        duration_ns,
-        max: 20.0,
-        delta: 1.0,
-        lambda: 10.0,
         seed: a.seed,
+        seeds: a.seeds,
+        validate: a.validate,
     };
-    let backend = match Backend::parse(&a.link) {
-        Some(b @ (Backend::Sim | Backend::Emu)) => b,
-        _ => bad_input(format!("--link: `{}` is not one of sim, emu", a.link)),
-    };
+    let (cfg, scenario) = request::plan(&req).unwrap_or_else(|e| bad_input(format!("tune: {e}")));
+    let shard = a.shard.as_deref().map(|s| {
+        parse_shard(s).unwrap_or_else(|| bad_input(format!("--shard: `{s}` is not I/N with 0 <= I < N")))
+    });
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/tune-{}.toml", a.algorithm)));
+    let work = a.work.clone().unwrap_or_else(|| harness::tune::default_work(&out));
+    let backend = harness::link::Backend::parse(&cfg.backend).unwrap_or(harness::link::Backend::Sim);
     let run_cfg = harness::run::RunConfig {
-        out: a.out.clone(),
+        out: work.clone(),
         bin_dir: bin_dir(),
         backend,
         quiet: true,
         stop: stop_flag()?,
         threads: 0,
-        qlog_level: quic_app::QlogLevel::Core,
-        per_packet_log: false,
+        qlog_level: quic_app::QlogLevel::Metrics,
+        per_packet_log: true,
     };
-    let work = a
-        .work
-        .clone()
-        .unwrap_or_else(|| harness::tune::default_work(&a.out));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = a.jobs.unwrap_or(if backend == harness::link::Backend::Sim { cores } else { 1 });
     let quiet = a.quiet;
-    let r = harness::tune::tune(&cfg, &run_cfg, &work, &a.out, |e, done, total| {
+    if !quiet {
+        eprintln!(
+            "tune {}: {} parameter(s), {} condition(s), objective {}, {} x {} ({}), {} job(s); work directory {}",
+            cfg.space.algorithm,
+            cfg.space.dims(),
+            cfg.conditions.len(),
+            cfg.objective,
+            cfg.optimizer.population,
+            cfg.optimizer.iterations,
+            cfg.optimizer.kind.name(),
+            jobs,
+            work.display()
+        );
+    }
+    let shown = |p: &Progress| {
         if !quiet {
-            eprintln!(
-                "[{done}/{total}] condition {} alpha {:.2} beta {:.2}: fitness {:.3} (utilization {:.1}%, queue {:.1} ms, loss {:.2}%)",
-                e.condition,
-                e.params[0],
-                e.params[1],
-                e.fitness,
-                e.utilization * 100.0,
-                e.queue_ms,
-                e.loss_rate * 100.0
-            );
+            show_progress(p)
         }
-    });
-    match r {
-        Ok((table, _)) => {
-            for e in &table.entry {
-                println!(
-                    "rtt {:.0} ms, rate {:.1} Mbit/s: alpha {:.3}, beta {:.3} (fitness {:.3})",
-                    e.rtt_ms,
-                    e.rate_bps / 1e6,
-                    e.alpha,
-                    e.beta,
-                    e.fitness
-                );
+    };
+    match harness::tune::tune(&cfg, &scenario, &run_cfg, &work, &out, jobs, shard, &shown) {
+        Ok(Outcome::Done(r)) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", harness::tune::output::summary_text(&r, &out, &work));
             }
-            println!(
-                "table: {} (use --cc smcc:table={})",
-                a.out.display(),
-                a.out.display()
+            Ok(0)
+        }
+        Ok(Outcome::Sharded { ran, pending }) => {
+            eprintln!(
+                "cclab tune: shard {} ran {ran} of the pending batch's {pending} evaluations; run the command again without --shard (or the next wave) to advance",
+                a.shard.as_deref().unwrap_or("")
             );
             Ok(0)
         }
-        Err(harness::run::RunError::Interrupted) => {
-            eprintln!("cclab: interrupted; no table written");
+        Err(TuneError::Run(harness::run::RunError::Interrupted)) => {
+            eprintln!(
+                "cclab tune: interrupted; the evaluations so far are kept in {}: run the same command again to resume",
+                work.display()
+            );
             Ok(130)
         }
+        Err(TuneError::Input(e)) => bad_input(format!("tune: {e}")),
         Err(e) => Err(e.into()),
     }
 }

@@ -1,0 +1,247 @@
+//! Tables of tuned parameters, one entry per network condition, as
+//! `cclab tune` writes them:
+//!
+//! ```toml
+//! algorithm = "vegas"
+//! objective = "smcc"
+//!
+//! [[entry]]
+//! rtt_ms = 40.0
+//! rate_bps = 20000000.0
+//! fitness = 0.93
+//! alpha = 2.41
+//! beta = 5.07
+//! ```
+//!
+//! An entry holds its condition (`rtt_ms`, `rate_bps`, and `loss` and
+//! `flows` when the tune varied them), the objective value reached
+//! (`fitness`) and every tuned parameter under its registry name. SMCC's
+//! offline tables are such tables of Vegas's `alpha` and `beta`
+//! ([`crate::smcc::SmccTable`] reads them). For any algorithm,
+//! [`resolve_spec`] turns `ALG:table=FILE` into the spec of the entry
+//! nearest to a known condition.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One condition's tuned parameters.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TunedEntry {
+    /// Base RTT of the condition, ms.
+    pub rtt_ms: f64,
+    /// Bottleneck rate of the condition, bit/s.
+    pub rate_bps: f64,
+    /// Random loss of the condition, fraction (when the tune set one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<f64>,
+    /// Competing flows of the condition (when the tune set them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u32>,
+    /// The objective value the parameters reached.
+    #[serde(default)]
+    pub fitness: f64,
+    /// The parameters, by registry name.
+    #[serde(flatten)]
+    pub params: BTreeMap<String, f64>,
+}
+
+/// A table of tuned parameters.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct TunedTable {
+    /// The algorithm tuned (absent in tables written before generic
+    /// tuning: SMCC's, of Vegas's alpha and beta).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
+    /// The objective maximised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<String>,
+    /// The rows.
+    #[serde(default)]
+    pub entry: Vec<TunedEntry>,
+    /// Where it was read from.
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+impl TunedTable {
+    /// Reads a table and checks every entry's condition and values.
+    pub fn load(path: &Path) -> Result<TunedTable, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses a table's text (`path` for messages).
+    pub fn parse(text: &str, path: &Path) -> Result<TunedTable, String> {
+        let mut t: TunedTable = toml::from_str(text).map_err(|e| {
+            format!(
+                "{} is not a table of tuned parameters (top: algorithm, objective; [[entry]]: rtt_ms, rate_bps, fitness and one number per parameter): {}",
+                path.display(),
+                e.message()
+            )
+        })?;
+        if t.entry.is_empty() {
+            return Err(format!("{} has no [[entry]] rows", path.display()));
+        }
+        for (i, e) in t.entry.iter().enumerate() {
+            let ok = e.rtt_ms.is_finite()
+                && e.rtt_ms > 0.0
+                && e.rate_bps.is_finite()
+                && e.rate_bps > 0.0
+                && e.loss.is_none_or(|l| (0.0..1.0).contains(&l))
+                && e.params.values().all(|v| v.is_finite());
+            if !ok {
+                return Err(format!(
+                    "{} entry {i}: needs rtt_ms > 0, rate_bps > 0, 0 <= loss < 1 and finite parameters (got {e:?})",
+                    path.display()
+                ));
+            }
+        }
+        t.path = path.to_path_buf();
+        Ok(t)
+    }
+
+    /// The entry nearest to a condition: log distance in RTT and rate,
+    /// plus the difference in loss (percentage points) and in flows (log)
+    /// where both sides have them.
+    pub fn nearest(&self, rtt_ms: f64, rate_bps: f64, loss: Option<f64>) -> (usize, &TunedEntry) {
+        let log_d = |a: f64, b: f64| if a > 0.0 { (a / b).ln().abs() } else { 0.0 };
+        let d = |e: &TunedEntry| {
+            let l = match (loss, e.loss) {
+                (Some(a), Some(b)) => (a - b).abs() * 100.0,
+                _ => 0.0,
+            };
+            log_d(rtt_ms, e.rtt_ms) + log_d(rate_bps, e.rate_bps) + l
+        };
+        self.entry
+            .iter()
+            .enumerate()
+            .min_by(|a, b| d(a.1).total_cmp(&d(b.1)))
+            .expect("a loaded table has entries")
+    }
+
+    /// The table as TOML, with a comment header.
+    pub fn to_toml(&self, header: &str) -> String {
+        let body = toml::to_string(self).unwrap_or_default();
+        let mut out = String::new();
+        for line in header.lines() {
+            out.push_str("# ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push('\n');
+        out.push_str(&body);
+        out
+    }
+}
+
+/// `ALG:...,table=FILE,...` with the table's entry nearest to the condition
+/// written in as explicit parameters (parameters given in the spec win over
+/// the table's). A spec without `table=`, or one whose algorithm declares a
+/// `table` parameter of its own (SMCC picks its entry at run time), is
+/// returned as it is.
+pub fn resolve_spec(
+    spec: &str,
+    rtt_ms: f64,
+    rate_bps: f64,
+    loss: Option<f64>,
+) -> Result<String, String> {
+    let Some((name, rest)) = spec.split_once(':') else {
+        return Ok(spec.to_string());
+    };
+    let own_table = crate::registry::algorithms()
+        .find(|a| a.name == name.trim())
+        .is_some_and(|a| a.params.iter().any(|p| p.name == "table"));
+    let items: Vec<&str> = rest.split(',').map(str::trim).collect();
+    let Some(file) = items.iter().find_map(|kv| kv.strip_prefix("table=")) else {
+        return Ok(spec.to_string());
+    };
+    if own_table {
+        return Ok(spec.to_string());
+    }
+    let table = TunedTable::load(Path::new(file))?;
+    if let Some(a) = table.algorithm.as_deref().filter(|a| *a != name.trim()) {
+        return Err(format!(
+            "`{spec}`: {file} was tuned for `{a}`, not `{}`",
+            name.trim()
+        ));
+    }
+    let (_, entry) = table.nearest(rtt_ms, rate_bps, loss);
+    let given: Vec<&str> = items
+        .iter()
+        .copied()
+        .filter(|kv| !kv.starts_with("table=") && !kv.is_empty())
+        .collect();
+    let mut out: Vec<String> = given.iter().map(|s| s.to_string()).collect();
+    for (k, v) in &entry.params {
+        if !given
+            .iter()
+            .any(|kv| kv.split('=').next() == Some(k.as_str()))
+        {
+            out.push(format!("{k}={v}"));
+        }
+    }
+    if out.is_empty() {
+        Ok(name.trim().to_string())
+    } else {
+        Ok(format!("{}:{}", name.trim(), out.join(",")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = "algorithm = \"vegas\"\nobjective = \"smcc\"\n\n[[entry]]\nrtt_ms = 40.0\nrate_bps = 20e6\nfitness = 0.9\nalpha = 2.5\nbeta = 5.0\n\n[[entry]]\nrtt_ms = 200.0\nrate_bps = 5e6\nalpha = 1.5\nbeta = 3\n";
+
+    #[test]
+    fn round_trips_and_picks_the_nearest() {
+        let t = TunedTable::parse(TWO, Path::new("t.toml")).unwrap();
+        assert_eq!(t.algorithm.as_deref(), Some("vegas"));
+        assert_eq!(t.entry[1].params["beta"], 3.0);
+        assert_eq!(t.nearest(50.0, 15e6, None).0, 0);
+        assert_eq!(t.nearest(150.0, 4e6, None).0, 1);
+        let again = TunedTable::parse(&t.to_toml("a header"), Path::new("u.toml")).unwrap();
+        assert_eq!(again.entry, t.entry);
+    }
+
+    #[test]
+    fn bad_tables_say_what_is_wrong() {
+        for (bad, needle) in [
+            ("", "no [[entry]]"),
+            ("[[entry]]\nrtt_ms = -1.0\nrate_bps = 1e6\n", "entry 0"),
+            (
+                "[[entry]]\nrtt_ms = 40.0\nrate_bps = 1e6\nalpha = \"x\"\n",
+                "not a table",
+            ),
+            ("[[entry]]\nrate_bps = 1e6\n", "not a table"),
+        ] {
+            let e = TunedTable::parse(bad, Path::new("b.toml")).unwrap_err();
+            assert!(e.contains(needle), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn resolves_a_spec_against_a_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t.toml");
+        std::fs::write(&f, TWO).unwrap();
+        let spec = format!("vegas:table={},gamma=2", f.display());
+        let r = resolve_spec(&spec, 180.0, 6e6, None).unwrap();
+        assert_eq!(r, "vegas:gamma=2,alpha=1.5,beta=3");
+        // A parameter in the spec wins over the table's.
+        let spec = format!("vegas:alpha=3,table={}", f.display());
+        assert_eq!(
+            resolve_spec(&spec, 40.0, 20e6, None).unwrap(),
+            "vegas:alpha=3,beta=5"
+        );
+        // Tuned for another algorithm: refused, naming both.
+        let e =
+            resolve_spec(&format!("ewphcc:table={}", f.display()), 40.0, 20e6, None).unwrap_err();
+        assert!(e.contains("vegas") && e.contains("ewphcc"), "{e}");
+        // SMCC reads its table itself.
+        let s = format!("smcc:table={}", f.display());
+        assert_eq!(resolve_spec(&s, 40.0, 20e6, None).unwrap(), s);
+        assert_eq!(resolve_spec("cubic", 40.0, 20e6, None).unwrap(), "cubic");
+    }
+}
