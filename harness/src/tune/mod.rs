@@ -22,8 +22,8 @@
 //! ([`optimizer`]); each batch's missing evaluations run one per core, and
 //! every evaluation is stored in the work directory as it finishes. A tune
 //! started again with the same settings resumes where it stopped; with
-//! `shard = (i, n)` it runs only every n-th evaluation of the pending batch
-//! (from index i) and returns, so job-array tasks on several machines can
+//! `shard = (i, n)` it runs only its share of the pending batch (the
+//! evaluations whose key hashes to `i` modulo `n`) and returns, so job-array tasks on several machines can
 //! share a batch and a later call (the merge) advances the optimisers.
 
 pub mod evaluate;
@@ -354,6 +354,9 @@ pub fn tune(
         if validating {
             need = t.validation_needs(&traces);
         }
+        if need.is_empty() && shard.is_some() {
+            return Ok(Outcome::Sharded { ran, pending: 0 });
+        }
         if need.is_empty() {
             let result = output::finish(&t_view(&t), &traces, ran)?;
             output::write(&result, cfg, work, out)?;
@@ -361,7 +364,12 @@ pub fn tune(
         }
         if let Some((i, n)) = shard {
             let pending = need.len();
-            let mine: Vec<EvalKey> = need.into_iter().skip(i).step_by(n.max(1)).collect();
+            // By hash, so every shard picks the same share whatever the
+            // others have finished.
+            let mine: Vec<EvalKey> = need
+                .into_iter()
+                .filter(|k| evaluate::fnv1a(k.hash().as_bytes()) % n as u64 == i as u64)
+                .collect();
             ran += run_batch(&mut t, &mine, run_cfg, jobs, total, &mut wall, progress)?;
             return Ok(Outcome::Sharded { ran, pending });
         }
