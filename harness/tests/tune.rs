@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use harness::run::RunConfig;
 use harness::tune::request::{plan, Request};
-use harness::tune::{tune, Outcome};
+use harness::tune::{tune, Exec, Outcome};
 
 fn request(optimizer: &str) -> Request {
     Request {
@@ -44,6 +44,16 @@ fn run_cfg(work: &Path) -> RunConfig {
     }
 }
 
+fn exec(work: &Path, jobs: usize, shard: Option<(usize, usize)>) -> Exec<'static> {
+    Exec {
+        run: run_cfg(work),
+        jobs,
+        shard,
+        keep_runs: false,
+        progress: &|_| {},
+    }
+}
+
 fn done(o: Outcome) -> Box<harness::tune::TuneResult> {
     match o {
         Outcome::Done(r) => r,
@@ -57,8 +67,7 @@ fn tunes_resumes_and_shards_to_the_same_table() {
     let (cfg, sc) = plan(&request("pso")).unwrap();
     let work = dir.path().join("one.runs");
     let out = dir.path().join("one.toml");
-    let rc = run_cfg(&work);
-    let first = done(tune(&cfg, &sc, &rc, &work, &out, 2, None, &|_| {}).unwrap());
+    let first = done(tune(&cfg, &sc, &exec(&work, 2, None), &work, &out).unwrap());
     let c = &first.conditions[0];
     assert!(first.evaluations_run > 3, "{}", first.evaluations_run);
     // The defaults are the first particle, so the best is never worse.
@@ -78,25 +87,24 @@ fn tunes_resumes_and_shards_to_the_same_table() {
     assert_eq!(resolved, c.best_spec);
 
     // Again: everything is stored, nothing runs, the same result.
-    let again = done(tune(&cfg, &sc, &rc, &work, &out, 2, None, &|_| {}).unwrap());
+    let again = done(tune(&cfg, &sc, &exec(&work, 2, None), &work, &out).unwrap());
     assert_eq!(again.evaluations_run, 0);
     assert_eq!(again.conditions[0].best_spec, c.best_spec);
 
     // Another tune in the same work directory is refused, naming the field.
     let mut other = cfg.clone();
     other.objective = "power".into();
-    let e = tune(&other, &sc, &rc, &work, &out, 2, None, &|_| {}).unwrap_err();
+    let e = tune(&other, &sc, &exec(&work, 2, None), &work, &out).unwrap_err();
     assert!(e.to_string().contains("objective"), "{e}");
 
     // Two shards per batch, then a merge, in a fresh directory.
     let work2 = dir.path().join("two.runs");
     let out2 = dir.path().join("two.toml");
-    let rc2 = run_cfg(&work2);
     let mut waves = 0;
     loop {
         let mut ran = 0;
         for i in 0..2 {
-            match tune(&cfg, &sc, &rc2, &work2, &out2, 1, Some((i, 2)), &|_| {}).unwrap() {
+            match tune(&cfg, &sc, &exec(&work2, 1, Some((i, 2))), &work2, &out2).unwrap() {
                 Outcome::Sharded { ran: r, .. } => ran += r,
                 Outcome::Done(_) => panic!("a shard wrote the table"),
             }
@@ -107,7 +115,7 @@ fn tunes_resumes_and_shards_to_the_same_table() {
         }
     }
     assert!(waves > 2, "{waves} waves");
-    let merged = done(tune(&cfg, &sc, &rc2, &work2, &out2, 1, None, &|_| {}).unwrap());
+    let merged = done(tune(&cfg, &sc, &exec(&work2, 1, None), &work2, &out2).unwrap());
     assert_eq!(merged.evaluations_run, 0, "the shards left nothing to run");
     assert_eq!(merged.conditions[0].best_spec, c.best_spec);
     // (Debug text: a refused point's NaN is not equal to itself.)
@@ -126,12 +134,9 @@ fn cmaes_tunes_too() {
         tune(
             &cfg,
             &sc,
-            &run_cfg(&work),
+            &exec(&work, 2, None),
             &work,
             &dir.path().join("t.toml"),
-            2,
-            None,
-            &|_| {},
         )
         .unwrap(),
     );

@@ -345,6 +345,10 @@ struct TuneArgs {
     /// again resumes from it.
     #[arg(long)]
     work: Option<PathBuf>,
+    /// Keep every evaluation's run directory (WORK/runs/); by default only
+    /// its metrics are kept (WORK/evals/, naming spec, condition and seed).
+    #[arg(long)]
+    keep_runs: bool,
     /// Print result.json on standard output.
     #[arg(long)]
     json: bool,
@@ -1473,7 +1477,14 @@ fn tune(a: TuneArgs) -> anyhow::Result<i32> {
             show_progress(p)
         }
     };
-    match harness::tune::tune(&cfg, &scenario, &run_cfg, &work, &out, jobs, shard, &shown) {
+    let exec = harness::tune::Exec {
+        run: run_cfg,
+        jobs,
+        shard,
+        keep_runs: a.keep_runs,
+        progress: &shown,
+    };
+    match harness::tune::tune(&cfg, &scenario, &exec, &work, &out) {
         Ok(Outcome::Done(r)) => {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&r)?);

@@ -119,6 +119,7 @@ pub fn evaluate(
     key: &EvalKey,
     run_cfg: &RunConfig,
     work: &Path,
+    keep_run: bool,
 ) -> Result<Record, RunError> {
     let started = std::time::Instant::now();
     let hash = key.hash();
@@ -141,6 +142,9 @@ pub fn evaluate(
             rec.error = Some(format!("run {}: {}", rc.out.display(), s.status));
         } else {
             rec.metrics = metrics(&s, algorithm, key, &rc.out);
+        }
+        if !keep_run && rec.error.is_none() {
+            let _ = std::fs::remove_dir_all(&rc.out);
         }
     }
     rec.wall_s = started.elapsed().as_secs_f64();

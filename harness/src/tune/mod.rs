@@ -323,18 +323,29 @@ fn claim_work(cfg: &TuneConfig, work: &Path) -> Result<(), TuneError> {
     Ok(())
 }
 
-/// Runs (or resumes) a tune: see the module docs. `jobs` evaluations run
-/// at once; `shard = Some((i, n))` runs only this shard's part of the
-/// pending batch and returns.
+/// How a tune is carried out (none of it changes the result).
+pub struct Exec<'a> {
+    /// Run settings of every evaluation (its `out` is replaced).
+    pub run: RunConfig,
+    /// Evaluations at once.
+    pub jobs: usize,
+    /// Run only shard `i` of `n` of the pending batch, and return.
+    pub shard: Option<(usize, usize)>,
+    /// Keep every evaluation's run directory (`runs/<hash>/`); by default
+    /// only its metrics are kept (`evals/<hash>.json`, which names the spec,
+    /// condition and seed, so `cclab run` can repeat any evaluation).
+    pub keep_runs: bool,
+    /// Called after each evaluation.
+    pub progress: &'a (dyn Fn(&Progress) + Sync),
+}
+
+/// Runs (or resumes) a tune: see the module docs.
 pub fn tune(
     cfg: &TuneConfig,
     base: &Scenario,
-    run_cfg: &RunConfig,
+    exec: &Exec<'_>,
     work: &Path,
     out: &Path,
-    jobs: usize,
-    shard: Option<(usize, usize)>,
-    progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Outcome, TuneError> {
     let objective = Objective::parse(&cfg.objective).map_err(TuneError::Input)?;
     claim_work(cfg, work)?;
@@ -354,7 +365,7 @@ pub fn tune(
         if validating {
             need = t.validation_needs(&traces);
         }
-        if need.is_empty() && shard.is_some() {
+        if need.is_empty() && exec.shard.is_some() {
             return Ok(Outcome::Sharded { ran, pending: 0 });
         }
         if need.is_empty() {
@@ -362,7 +373,7 @@ pub fn tune(
             output::write(&result, cfg, work, out)?;
             return Ok(Outcome::Done(Box::new(result)));
         }
-        if let Some((i, n)) = shard {
+        if let Some((i, n)) = exec.shard {
             let pending = need.len();
             // By hash, so every shard picks the same share whatever the
             // others have finished.
@@ -370,10 +381,10 @@ pub fn tune(
                 .into_iter()
                 .filter(|k| evaluate::fnv1a(k.hash().as_bytes()) % n as u64 == i as u64)
                 .collect();
-            ran += run_batch(&mut t, &mine, run_cfg, jobs, total, &mut wall, progress)?;
+            ran += run_batch(&mut t, &mine, exec, total, &mut wall)?;
             return Ok(Outcome::Sharded { ran, pending });
         }
-        ran += run_batch(&mut t, &need, run_cfg, jobs, total, &mut wall, progress)?;
+        ran += run_batch(&mut t, &need, exec, total, &mut wall)?;
     }
 }
 
@@ -388,17 +399,16 @@ pub fn total_evaluations(cfg: &TuneConfig) -> usize {
 fn run_batch(
     t: &mut Tune<'_>,
     keys: &[EvalKey],
-    run_cfg: &RunConfig,
-    jobs: usize,
+    exec: &Exec<'_>,
     total: usize,
     wall: &mut (f64, usize),
-    progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<usize, TuneError> {
+    let progress = exec.progress;
     let next = AtomicUsize::new(0);
     let done: Mutex<(Vec<Record>, Option<RunError>, f64, usize)> =
         Mutex::new((Vec::new(), None, wall.0, wall.1));
-    let jobs = jobs.max(1).min(keys.len().max(1));
-    let mut rc = run_cfg.clone();
+    let jobs = exec.jobs.max(1).min(keys.len().max(1));
+    let mut rc = exec.run.clone();
     if jobs > 1 {
         rc.threads = 1;
     }
@@ -413,7 +423,7 @@ fn run_batch(
                 if done.lock().map(|d| d.1.is_some()).unwrap_or(true) {
                     break;
                 }
-                let r = evaluate::evaluate(&t.base, &algorithm, key, &rc, t.work);
+                let r = evaluate::evaluate(&t.base, &algorithm, key, &rc, t.work, exec.keep_runs);
                 let Ok(mut d) = done.lock() else { break };
                 match r {
                     Ok(rec) => {
