@@ -57,7 +57,7 @@ impl SplitMix64 {
 
 /// Settings of the swarm, in any number of dimensions ([`SwarmN`]).
 #[derive(Debug, Clone)]
-pub struct PsoSettings {
+pub struct PsoConfig {
     /// Number of particles.
     pub swarm: usize,
     /// Iterations (each evaluates every particle once).
@@ -86,53 +86,6 @@ pub struct PsoSettings {
     pub start: Option<Vec<f64>>,
 }
 
-/// Settings of the two-dimensional [`Swarm`] SMCC uses.
-#[derive(Debug, Clone)]
-pub struct PsoConfig {
-    /// Number of particles.
-    pub swarm: usize,
-    /// Iterations (each evaluates every particle once).
-    pub iterations: usize,
-    /// Inertia at the first and the last iteration.
-    pub w_start: f64,
-    /// Inertia at the last iteration.
-    pub w_end: f64,
-    /// Cognitive and social acceleration constants.
-    pub c1: f64,
-    /// Social acceleration constant.
-    pub c2: f64,
-    /// Velocity limit per dimension, as a fraction of the range.
-    pub vmax_fraction: f64,
-    /// Lower bounds.
-    pub lower: [f64; 2],
-    /// Upper bounds.
-    pub upper: [f64; 2],
-    /// Seed of the generator.
-    pub seed: u64,
-    /// Measure the global best once more after every pass, replacing its
-    /// stored fitness (module docs). For noisy, changing fitness.
-    pub remeasure_best: bool,
-}
-
-impl From<PsoConfig> for PsoSettings {
-    fn from(c: PsoConfig) -> Self {
-        PsoSettings {
-            swarm: c.swarm,
-            iterations: c.iterations,
-            w_start: c.w_start,
-            w_end: c.w_end,
-            c1: c.c1,
-            c2: c.c2,
-            vmax_fraction: c.vmax_fraction,
-            lower: c.lower.to_vec(),
-            upper: c.upper.to_vec(),
-            seed: c.seed,
-            remeasure_best: c.remeasure_best,
-            start: None,
-        }
-    }
-}
-
 /// A repair applied to every position after it moves (in place).
 pub type Repair = std::sync::Arc<dyn Fn(&mut [f64]) + Send + Sync>;
 
@@ -150,7 +103,7 @@ struct Particle {
 /// together ([`pending`](Self::pending)) and report in order.
 #[derive(Clone)]
 pub struct SwarmN {
-    cfg: PsoSettings,
+    cfg: PsoConfig,
     rng: SplitMix64,
     particles: Vec<Particle>,
     best_x: Vec<f64>,
@@ -183,7 +136,7 @@ impl SwarmN {
     /// A swarm spread uniformly at random over the bounds. Bounds of
     /// different lengths are cut to the shorter; a swarm has at least one
     /// particle.
-    pub fn new(mut cfg: PsoSettings, repair: Repair) -> Self {
+    pub fn new(mut cfg: PsoConfig, repair: Repair) -> Self {
         let dims = cfg.lower.len().min(cfg.upper.len());
         cfg.lower.truncate(dims);
         cfg.upper.truncate(dims);
@@ -362,7 +315,7 @@ impl Swarm {
             let r = repair(pair(x));
             x.copy_from_slice(&r);
         });
-        Swarm(SwarmN::new(cfg.into(), repair))
+        Swarm(SwarmN::new(cfg, repair))
     }
 
     /// Whether every iteration is done.
@@ -416,10 +369,11 @@ mod tests {
             c1: 2.0,
             c2: 2.0,
             vmax_fraction: 0.2,
-            lower: [0.0, 0.0],
-            upper: [10.0, 10.0],
+            lower: vec![0.0, 0.0],
+            upper: vec![10.0, 10.0],
             seed,
             remeasure_best: false,
+            start: None,
         }
     }
 

@@ -268,7 +268,7 @@ pub struct Smcc {
 /// SMCC's fitness (module docs): the rate as a fraction of a fixed
 /// reference (the capacity, or its estimate), less `delta` times the
 /// queueing delay as a fraction of the base RTT, less `lambda` times the
-/// loss fraction. Shared by the online mode and `cclab tune smcc`.
+/// loss fraction. The online mode's; `cclab tune`'s `smcc` objective is the same with delta = 1, lambda = 10.
 pub fn fitness(
     rate_fraction: f64,
     queueing_fraction: f64,
@@ -279,7 +279,7 @@ pub fn fitness(
     rate_fraction - delta * queueing_fraction - lambda * loss
 }
 
-/// The swarm SMCC runs (online, and offline in `cclab tune smcc`): inertia
+/// The swarm SMCC runs online (`cclab tune` runs one with the same constants): inertia
 /// 0.9 to 0.4, c1 = c2 = 2, velocity clamped to 20% of the range, alpha in
 /// [1, max - 0.5] and beta in [1.5, max].
 pub fn pso_config(swarm: usize, iterations: usize, max: f64, seed: u64) -> PsoConfig {
@@ -291,11 +291,12 @@ pub fn pso_config(swarm: usize, iterations: usize, max: f64, seed: u64) -> PsoCo
         c1: 2.0,
         c2: 2.0,
         vmax_fraction: 0.2,
-        lower: [1.0, 1.5],
-        upper: [max - 0.5, max],
+        lower: vec![1.0, 1.5],
+        upper: vec![max - 0.5, max],
         seed,
         // Offline evaluations are whole, repeatable runs.
         remeasure_best: false,
+        start: None,
     }
 }
 

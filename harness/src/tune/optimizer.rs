@@ -25,7 +25,7 @@
 
 use std::sync::Arc;
 
-use cc_algorithms::pso::{PsoSettings, SwarmN};
+use cc_algorithms::pso::{PsoConfig, SwarmN};
 
 /// Which optimiser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -108,7 +108,7 @@ fn clamp01(x: &[f64]) -> Vec<f64> {
 
 fn replay_pso(s: &Settings, dims: usize, lookup: &mut Lookup<'_>) -> Step {
     let mut swarm = SwarmN::new(
-        PsoSettings {
+        PsoConfig {
             swarm: s.population.max(1),
             iterations: s.iterations.max(1),
             w_start: 0.9,
