@@ -24,6 +24,44 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// A named tune that an algorithm defines: `cclab tune NAME` searches
+/// `params` of `algorithm` for `objective`, and NAME's `table=` loads the
+/// result. The harness reads these here and knows no algorithm by name.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct TunePreset {
+    /// The name `cclab tune` takes.
+    pub name: &'static str,
+    /// The algorithm whose parameters are searched.
+    pub algorithm: &'static str,
+    /// The searched parameters, `NAME=LO..HI`.
+    pub params: &'static [&'static str],
+    /// The objective: a name from [`OBJECTIVES`].
+    pub objective: &'static str,
+    /// What it is.
+    pub summary: &'static str,
+}
+
+/// Objectives algorithms define (their own fitness), by name, as
+/// expressions over the metrics `cclab tune` measures (goodput and
+/// utilisation as fractions of the capacity, delays in ms, loss as a
+/// fraction): name, expression, what it is.
+pub const OBJECTIVES: &[(&str, &str, &str)] = &[(
+    "smcc",
+    "goodput - queue_delay / base_rtt - 10 * loss_rate",
+    "SMCC's fitness (crate::smcc::fitness with delta = 1, lambda = 10): rate fraction less queueing delay as a fraction of the base RTT less ten times the loss fraction",
+)];
+
+/// The named tunes.
+pub const PRESETS: &[TunePreset] = &[TunePreset {
+    name: "smcc",
+    algorithm: "vegas",
+    // SMCC's swarm bounds (crate::smcc::pso_config with max = 20): alpha in
+    // [1, max - 0.5], beta in [1.5, max].
+    params: &["alpha=1..19.5", "beta=1.5..20"],
+    objective: "smcc",
+    summary: "SMCC's offline mode: Vegas's alpha and beta for SMCC's fitness; `smcc:table=FILE` loads the table",
+}];
+
 /// One condition's tuned parameters.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TunedEntry {

@@ -146,3 +146,37 @@ fn cmaes_tunes_too() {
     assert!(c.evaluations.len() >= 4, "{}", c.evaluations.len());
     assert!(c.search_value >= c.evaluations[0].1);
 }
+
+/// `cclab tune smcc`: SMCC's offline mode as a preset the algorithm
+/// defines (cc_algorithms::tuned::PRESETS), not code in the harness.
+#[test]
+fn the_smcc_preset_is_vegas_with_smccs_fitness() {
+    let mut r = request("pso");
+    r.algorithm = "smcc".into();
+    r.params.clear();
+    r.objective = None;
+    r.conditions.clear();
+    r.rates = vec!["10mbit".into(), "20mbit".into()];
+    let (cfg, sc) = plan(&r).unwrap();
+    assert_eq!(cfg.space.algorithm, "vegas");
+    assert_eq!(cfg.space.params[1].hi, 20.0);
+    assert_eq!(cfg.objective, "smcc");
+    assert_eq!(cfg.conditions.len(), 2);
+    assert_eq!(cfg.conditions[1].rtt_ns, 40_000_000);
+    assert_eq!(sc.flows[0].cc, "vegas");
+    // SMCC's fitness, as cc_algorithms::smcc::fitness computes it.
+    let o = harness::tune::objective::Objective::parse("smcc").unwrap();
+    let m: std::collections::BTreeMap<String, f64> = [
+        ("goodput", 0.9),
+        ("queue_delay", 4.0),
+        ("base_rtt", 40.0),
+        ("loss_rate", 0.01),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let want = cc_algorithms::smcc::fitness(0.9, 4.0 / 40.0, 0.01, 1.0, 10.0);
+    assert!((o.eval(&m) - want).abs() < 1e-12);
+    r.params = vec!["alpha=1..2".into()];
+    assert!(plan(&r).unwrap_err().contains("cclab tune vegas"));
+}

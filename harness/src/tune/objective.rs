@@ -11,8 +11,9 @@
 //!
 //! Every number is a float (`1/2` is 0.5). The metrics ([`METRICS`]) are
 //! those of one evaluation run; delays are in ms, so `queue_delay /
-//! base_rtt` is a fraction of the base RTT. Named presets
-//! ([`PRESETS`]) stand for whole expressions: `smcc` is SMCC's fitness.
+//! base_rtt` is a fraction of the base RTT. Named objectives ([`presets`])
+//! stand for whole expressions; algorithms may define their own
+//! ([`cc_algorithms::tuned::OBJECTIVES`]).
 
 use std::collections::BTreeMap;
 
@@ -53,13 +54,9 @@ pub const METRICS: &[(&str, &str)] = &[
     ("flows", "number of flows"),
 ];
 
-/// Named objectives.
-pub const PRESETS: &[(&str, &str, &str)] = &[
-    (
-        "smcc",
-        "goodput - queue_delay / base_rtt - 10 * loss_rate",
-        "SMCC's fitness (delta = 1, lambda = 10): rate fraction less queueing delay as a fraction of the base RTT less ten times the loss fraction",
-    ),
+/// Generic named objectives (algorithms define their own too:
+/// [`cc_algorithms::tuned::OBJECTIVES`]); see [`presets`].
+const GENERIC: &[(&str, &str, &str)] = &[
     (
         "power",
         "goodput * base_rtt / rtt",
@@ -71,6 +68,17 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "utilisation less half the 95th-percentile queueing delay as a fraction of the base RTT",
     ),
 ];
+
+/// Every named objective: the generic ones and those algorithms define
+/// (name, expression, what it is).
+pub fn presets() -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str)> {
+    GENERIC.iter().chain(cc_algorithms::tuned::OBJECTIVES)
+}
+
+/// The names of every named objective, for messages.
+pub fn preset_names() -> String {
+    presets().map(|p| p.0).collect::<Vec<_>>().join(", ")
+}
 
 /// A parsed objective.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,8 +105,7 @@ impl Objective {
     /// A preset's name or an expression. Errors say where and what is
     /// allowed.
     pub fn parse(s: &str) -> Result<Objective, String> {
-        let expr = PRESETS
-            .iter()
+        let expr = presets()
             .find(|p| p.0 == s.trim())
             .map_or(s.trim(), |p| p.1)
             .to_string();
@@ -183,7 +190,7 @@ impl Parser<'_> {
             "objective `{}`: expected {wanted} at column {} (near `{near}`); an objective is a preset ({}) or an expression of numbers, + - * / ^, ( ), {} and the metrics {}",
             self.src,
             self.pos + 1,
-            PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "),
+            preset_names(),
             FUNCS.join(", "),
             METRICS.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
         )
@@ -346,20 +353,16 @@ mod tests {
 
     #[test]
     fn presets_expand_and_name_their_metrics() {
-        let o = Objective::parse("smcc").unwrap();
-        assert_eq!(
-            o.metrics(),
-            ["goodput", "queue_delay", "base_rtt", "loss_rate"]
-        );
-        let v = o.eval(&m(&[
-            ("goodput", 0.9),
-            ("queue_delay", 4.0),
-            ("base_rtt", 40.0),
-            ("loss_rate", 0.01),
-        ]));
-        assert!((v - 0.7).abs() < 1e-12, "{v}");
+        let o = Objective::parse("power").unwrap();
+        assert_eq!(o.metrics(), ["goodput", "base_rtt", "rtt"]);
+        let v = o.eval(&m(&[("goodput", 0.9), ("base_rtt", 40.0), ("rtt", 50.0)]));
+        assert!((v - 0.72).abs() < 1e-12, "{v}");
         // A missing metric gives NaN, never a silent 0.
         assert!(o.eval(&m(&[("goodput", 1.0)])).is_nan());
+        // Every named objective parses, the algorithms' own too.
+        for (name, expr, _) in presets() {
+            assert_eq!(Objective::parse(name).unwrap().expr, *expr);
+        }
     }
 
     #[test]
@@ -377,6 +380,9 @@ mod tests {
             assert!(e.contains(needle), "{bad:?}: {e}");
         }
         let e = Objective::parse("x").unwrap_err();
-        assert!(e.contains("p95_queue_delay") && e.contains("smcc"), "{e}");
+        assert!(
+            e.contains("p95_queue_delay") && e.contains("utilization-delay"),
+            "{e}"
+        );
     }
 }

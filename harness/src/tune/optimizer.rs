@@ -12,7 +12,7 @@
 //! as separate processes. Replaying costs microseconds per evaluation; a
 //! measurement costs a simulated run.
 //!
-//! - **PSO** ([`cc_algorithms::pso::SwarmN`], as SMCC's paper: inertia
+//! - **PSO** ([`cc_algorithms::pso::SwarmN`], as the PSO-tuned Vegas paper: inertia
 //!   0.9 → 0.4, c1 = c2 = 2, velocity limit 20% of the range): a batch is
 //!   one iteration's particles. The first particle starts at the
 //!   algorithm's defaults, the others at random.

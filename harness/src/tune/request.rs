@@ -1,7 +1,7 @@
 //! From what the user typed to a [`TuneConfig`] and its base scenario:
-//! every flag checked, every error naming what is allowed. `cclab tune
-//! smcc` is SMCC's offline mode spelled the old way: Vegas's alpha and
-//! beta, SMCC's fitness, a swarm as the paper's.
+//! every flag checked, every error naming what is allowed. A name that is
+//! a tuning preset an algorithm defines ([`cc_algorithms::tuned::PRESETS`])
+//! stands for its algorithm, parameters and objective.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +16,7 @@ use super::TuneConfig;
 /// A tune as asked for on the command line.
 #[derive(Clone, Debug, Default)]
 pub struct Request {
-    /// The algorithm (a registry name, or `smcc` for SMCC's offline mode).
+    /// The algorithm (a registry name), or a tuning preset's name.
     pub algorithm: String,
     /// Fixed parameters: a spec of the algorithm (`vegas:gamma=2`).
     pub base: Option<String>,
@@ -54,32 +54,30 @@ pub struct Request {
     pub validate: usize,
 }
 
-/// The SMCC alias's search ranges: as `cclab tune smcc` searched before
-/// (alpha from 1, beta above it, both up to 20 packets).
-const SMCC_ALIAS: [&str; 2] = ["alpha=1..19.5", "beta=1.5..20"];
-
 /// Checks a request and builds the tune and its base scenario.
 pub fn plan(r: &Request) -> Result<(TuneConfig, Scenario), String> {
-    let smcc_alias = r.algorithm == "smcc";
-    let (base_spec, params, objective) = if smcc_alias {
+    let preset = cc_algorithms::tuned::PRESETS
+        .iter()
+        .find(|p| p.name == r.algorithm);
+    let (base_spec, params, objective) = if let Some(p) = preset {
         if !r.params.is_empty() || r.base.is_some() {
-            return Err("`cclab tune smcc` is SMCC's offline mode (Vegas's alpha and beta, SMCC's fitness); to choose parameters, use `cclab tune vegas --param ...`".into());
+            return Err(format!(
+                "`cclab tune {}` is a preset ({}: {} of `{}`); to choose parameters, use `cclab tune {} --param ...`",
+                p.name,
+                p.summary,
+                p.params.join(", "),
+                p.algorithm,
+                p.algorithm
+            ));
         }
-        let obj = r.objective.clone().unwrap_or_else(|| "smcc".into());
-        (
-            "vegas".to_string(),
-            SMCC_ALIAS.map(String::from).to_vec(),
-            obj,
-        )
+        let obj = r.objective.clone().unwrap_or_else(|| p.objective.into());
+        let params = p.params.iter().map(|s| s.to_string()).collect();
+        (p.algorithm.to_string(), params, obj)
     } else {
         let objective = r.objective.clone().ok_or_else(|| {
             format!(
-                "--objective is required: a preset ({}) or an expression over {}",
-                super::objective::PRESETS
-                    .iter()
-                    .map(|p| p.0)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                "--objective is required: a named one ({}) or an expression over {}",
+                super::objective::preset_names(),
                 super::objective::METRICS
                     .iter()
                     .map(|m| m.0)
@@ -233,21 +231,6 @@ mod tests {
             validate: 3,
             ..Request::default()
         }
-    }
-
-    #[test]
-    fn the_smcc_alias_is_vegas_with_smccs_fitness() {
-        let mut r = req("smcc");
-        r.rates = vec!["10mbit".into(), "20mbit".into()];
-        let (cfg, sc) = plan(&r).unwrap();
-        assert_eq!(cfg.space.algorithm, "vegas");
-        assert_eq!(cfg.objective, "smcc");
-        assert_eq!(cfg.conditions.len(), 2);
-        assert_eq!(cfg.conditions[1].rtt_ns, 40_000_000);
-        assert_eq!(sc.flows[0].cc, "vegas");
-        assert_eq!(cfg.validate_seeds.len(), 3);
-        r.params = vec!["alpha=1..2".into()];
-        assert!(plan(&r).unwrap_err().contains("cclab tune vegas"));
     }
 
     #[test]

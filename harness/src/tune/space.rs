@@ -4,7 +4,7 @@
 
 use cc_algorithms::registry::{self, AlgorithmInfo, ParamKind};
 
-/// One searched parameter.
+/// One searched parameter (a number, or a rate in bit/s).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Param {
     /// Registry name.
@@ -33,7 +33,7 @@ fn tunables(a: &AlgorithmInfo) -> String {
     let v: Vec<String> = a
         .params
         .iter()
-        .filter(|p| p.kind == ParamKind::Number)
+        .filter(|p| p.kind != ParamKind::File)
         .map(|p| format!("{} ({}..{} {})", p.name, p.min, p.max, p.unit))
         .collect();
     if v.is_empty() {
@@ -57,7 +57,6 @@ impl Space {
                     registry::names().join(", ")
                 )
             })?;
-        cc_algorithms::parse(base).map_err(|e| e.to_string())?;
         let fixed: Vec<String> = rest
             .split(',')
             .map(str::trim)
@@ -83,11 +82,16 @@ impl Space {
             }
             out.push(param);
         }
-        Ok(Space {
+        let space = Space {
             algorithm: info.name.to_string(),
             fixed,
             params: out,
-        })
+        };
+        // The fixed parameters must parse with the searched ones (a
+        // required parameter may be among either).
+        let mid = space.values(&vec![0.5; space.dims()]);
+        cc_algorithms::parse(&space.spec(&mid)).map_err(|e| e.to_string())?;
+        Ok(space)
     }
 
     /// Dimensions.
@@ -168,8 +172,8 @@ fn parse_param(info: &AlgorithmInfo, p: &str) -> Result<Param, String> {
                 name.trim()
             ))
         })?;
-    if decl.kind != ParamKind::Number {
-        return Err(bad(format!("`{}` is not a number", decl.name)));
+    if decl.kind == ParamKind::File {
+        return Err(bad(format!("`{}` is a file, not a number", decl.name)));
     }
     let (lo, hi) = range
         .split_once("..")
@@ -297,6 +301,9 @@ mod tests {
         assert_eq!(s.default_point(), vec![0.2, 2.0 / 6.0]);
         let s = Space::parse("cubic", &["hystart=0..1".into()]).unwrap();
         assert_eq!(s.base_spec(), "cubic");
+        // A rate in bit/s, and a parameter the algorithm requires.
+        let s = Space::parse("br-tcp", &["reserved=1e6..2e7".into()]).unwrap();
+        assert_eq!(s.spec(&s.values(&[0.5])), "br-tcp:reserved=10500000");
         for (base, p, needle) in [
             ("vegs", "alpha=1..2", "unknown algorithm `vegs`"),
             ("vegas", "delta=1..2", "has no parameter `delta`"),
@@ -304,7 +311,7 @@ mod tests {
             ("vegas", "alpha=1", "no `..`"),
             ("vegas", "alpha=-1..2", "leaves alpha's allowed"),
             ("vegas:alpha=2", "alpha=1..3", "given twice"),
-            ("smcc", "table=1..2", "not a number"),
+            ("vegas:gamma=x", "alpha=1..2", "gamma"),
             ("newreno", "x=1..2", "no numeric parameters"),
         ] {
             let e = Space::parse(base, &[p.into()]).unwrap_err();
