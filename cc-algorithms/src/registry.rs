@@ -280,21 +280,46 @@ fn dcm(variant: Variant, p: &Params) -> Controller {
     Controller::Plugin(Arc::new(DcmConfig { variant, filter }))
 }
 
-const HYSTART_PARAMS: &[ParamInfo] = &[number(
+const HYSTART: ParamInfo = number(
     "hystart",
     "0 or 1",
     1.0,
     0.0,
     1.0,
     "1: quiche's HyStart++ ends slow start on RTT increase (quiche's default); 0: slow start ends at the first loss",
-)];
+);
 
-/// Applies `hystart=` to a built-in.
-fn hystart(c: Controller, p: &Params) -> Controller {
-    match c {
-        Controller::Builtin(a, _) => Controller::Builtin(a, p.get("hystart") >= 0.5),
-        other => other,
-    }
+const HYSTART_PARAMS: &[ParamInfo] = &[HYSTART];
+
+const CUBIC_PARAMS: &[ParamInfo] = &[
+    HYSTART,
+    number(
+        "beta",
+        "1",
+        CubicParams::QUICHE_DEFAULT.beta,
+        0.1,
+        0.95,
+        "multiplicative decrease: cwnd = beta x cwnd on a congestion event (RFC 9438, Section 4.6); fast convergence's W_max = (1 + beta) / 2 x cwnd (Section 4.7) and the Reno-friendly alpha_cubic = 3 (1 - beta) / (1 + beta) (Section 4.3) follow; 0.7: RFC 9438 and quiche",
+    ),
+    number(
+        "c",
+        "1",
+        CubicParams::QUICHE_DEFAULT.c,
+        0.01,
+        10.0,
+        "growth constant C of W_cubic(t) = C (t - K)^3 + W_max, window in packets, t in seconds (RFC 9438, Section 4.2); 0.4: RFC 9438 and quiche",
+    ),
+];
+
+/// A built-in with `hystart=` applied and no other settings.
+fn with_hystart(algo: CongestionControlAlgorithm, p: &Params) -> Controller {
+    Controller::Builtin(
+        algo,
+        BuiltinOptions {
+            hystart: p.get("hystart") >= 0.5,
+            cubic: None,
+        },
+    )
 }
 
 const SMCC_PARAMS: &[ParamInfo] = &[
@@ -405,7 +430,7 @@ fn binomial(name: &'static str, p: &Params) -> Controller {
 }
 
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
-    Controller::Builtin(algo, true)
+    Controller::Builtin(algo, BuiltinOptions::default())
 }
 
 const ENTRIES: &[Entry] = &[
@@ -616,16 +641,27 @@ const ENTRIES: &[Entry] = &[
             origin: Origin::Builtin,
             params: HYSTART_PARAMS,
         },
-        build: |p| hystart(builtin(CongestionControlAlgorithm::Reno), p),
+        build: |p| with_hystart(CongestionControlAlgorithm::Reno, p),
     },
     Entry {
         info: AlgorithmInfo {
             name: "cubic",
             summary: "quiche's built-in CUBIC (RFC 9438), quiche's default",
             origin: Origin::Builtin,
-            params: HYSTART_PARAMS,
+            params: CUBIC_PARAMS,
         },
-        build: |p| hystart(builtin(CongestionControlAlgorithm::CUBIC), p),
+        build: |p| {
+            Controller::Builtin(
+                CongestionControlAlgorithm::CUBIC,
+                BuiltinOptions {
+                    hystart: p.get("hystart") >= 0.5,
+                    cubic: Some(CubicParams {
+                        beta: p.get("beta"),
+                        c: p.get("c"),
+                    }),
+                },
+            )
+        },
     },
     Entry {
         info: AlgorithmInfo {
@@ -651,16 +687,63 @@ pub fn names() -> Vec<&'static str> {
 /// A parsed spec: a quiche built-in or a plugin factory.
 #[derive(Clone)]
 pub enum Controller {
-    /// One of quiche's own algorithms.
-    Builtin(CongestionControlAlgorithm, bool),
+    /// One of quiche's own algorithms, with its settings.
+    Builtin(CongestionControlAlgorithm, BuiltinOptions),
     /// A plugin factory.
     Plugin(Arc<dyn CongestionControllerFactory>),
+}
+
+/// Settings of a quiche built-in besides the algorithm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BuiltinOptions {
+    /// HyStart++ in slow start (`quiche::Config::enable_hystart`); reno and
+    /// cubic use it.
+    pub hystart: bool,
+    /// CUBIC's beta and C (`quiche::Config::set_cubic_params`), for cubic
+    /// only; `None` means quiche's defaults.
+    pub cubic: Option<CubicParams>,
+}
+
+impl Default for BuiltinOptions {
+    /// quiche's defaults: HyStart++ on, CUBIC's constants.
+    fn default() -> Self {
+        BuiltinOptions {
+            hystart: true,
+            cubic: None,
+        }
+    }
+}
+
+/// The constants of quiche's built-in CUBIC (RFC 9438).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CubicParams {
+    /// Multiplicative decrease factor beta_cubic, in (0, 1).
+    pub beta: f64,
+    /// Cubic growth constant C, positive.
+    pub c: f64,
+}
+
+impl CubicParams {
+    /// quiche's (and RFC 9438's) values, beta = 0.7 and C = 0.4.
+    pub const QUICHE_DEFAULT: CubicParams = CubicParams { beta: 0.7, c: 0.4 };
+}
+
+impl Default for CubicParams {
+    fn default() -> Self {
+        CubicParams::QUICHE_DEFAULT
+    }
 }
 
 impl fmt::Debug for Controller {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Controller::Builtin(a, h) => write!(f, "Builtin({a:?}, hystart={h})"),
+            Controller::Builtin(a, o) => {
+                write!(f, "Builtin({a:?}, hystart={}", o.hystart)?;
+                if let Some(c) = o.cubic {
+                    write!(f, ", beta={}, c={}", c.beta, c.c)?;
+                }
+                write!(f, ")")
+            }
             Controller::Plugin(p) => write!(f, "Plugin({})", p.name()),
         }
     }
@@ -668,11 +751,27 @@ impl fmt::Debug for Controller {
 
 impl Controller {
     /// Makes every connection built from `config` use this algorithm.
+    ///
+    /// # Panics
+    ///
+    /// If quiche refuses a built-in CUBIC's [`CubicParams`]: beta outside
+    /// (0, 1) or C not positive. [`parse`] never makes such a controller.
     pub fn apply(&self, config: &mut quiche::Config) {
         match self {
-            Controller::Builtin(a, hystart) => {
+            Controller::Builtin(a, o) => {
                 config.set_cc_algorithm(*a);
-                config.enable_hystart(*hystart);
+                config.enable_hystart(o.hystart);
+                if *a == CongestionControlAlgorithm::CUBIC {
+                    // Always set, so that a reused config gets the defaults
+                    // back.
+                    let p = o.cubic.unwrap_or_default();
+                    if let Err(e) = config.set_cubic_params(p.beta, p.c) {
+                        panic!(
+                            "quiche refused CUBIC beta={} c={} ({e:?}); beta must be in (0, 1) and c positive",
+                            p.beta, p.c
+                        );
+                    }
+                }
             }
             Controller::Plugin(f) => config.set_cc_factory(f.clone()),
         }
@@ -940,14 +1039,23 @@ mod tests {
     fn parses_names_and_parameters() {
         assert!(matches!(
             parse("reno"),
-            Ok(Controller::Builtin(CongestionControlAlgorithm::Reno, true))
+            Ok(Controller::Builtin(
+                CongestionControlAlgorithm::Reno,
+                BuiltinOptions {
+                    hystart: true,
+                    cubic: None
+                }
+            ))
         ));
         assert!(matches!(parse("bbr2"), Ok(Controller::Builtin(..))));
         assert!(matches!(
             parse("cubic:hystart=0"),
             Ok(Controller::Builtin(
                 CongestionControlAlgorithm::CUBIC,
-                false
+                BuiltinOptions {
+                    hystart: false,
+                    cubic: Some(CubicParams::QUICHE_DEFAULT)
+                }
             ))
         ));
         match parse("vegas:alpha=1, beta=3").unwrap() {
@@ -1004,6 +1112,105 @@ mod tests {
         assert!(matches!(parse(""), Err(SpecError::Empty { .. })));
     }
 
+    fn builtin_options(spec: &str) -> (CongestionControlAlgorithm, BuiltinOptions) {
+        match parse(spec) {
+            Ok(Controller::Builtin(a, o)) => (a, o),
+            other => panic!("{spec}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cubic_takes_beta_and_c() {
+        let (a, o) = builtin_options("cubic:beta=0.6,c=0.5");
+        assert_eq!(a, CongestionControlAlgorithm::CUBIC);
+        assert_eq!(
+            o,
+            BuiltinOptions {
+                hystart: true,
+                cubic: Some(CubicParams { beta: 0.6, c: 0.5 })
+            }
+        );
+        assert_eq!(
+            format!("{:?}", parse("cubic:beta=0.6,c=0.5").unwrap()),
+            "Builtin(CUBIC, hystart=true, beta=0.6, c=0.5)"
+        );
+        // Defaults are quiche's constants, and the ranges' ends parse.
+        assert_eq!(
+            builtin_options("cubic").1.cubic,
+            Some(CubicParams { beta: 0.7, c: 0.4 })
+        );
+        assert_eq!(
+            builtin_options("cubic:hystart=0, c=10, beta=0.1").1,
+            BuiltinOptions {
+                hystart: false,
+                cubic: Some(CubicParams { beta: 0.1, c: 10.0 })
+            }
+        );
+        assert_eq!(
+            builtin_options("cubic:beta=0.95,c=0.01").1.cubic,
+            Some(CubicParams {
+                beta: 0.95,
+                c: 0.01
+            })
+        );
+        // Every value the registry allows, quiche accepts.
+        let mut config = quiche::Config::new(quiche::PROTOCOL_VERSION).unwrap();
+        for spec in algorithms()
+            .find(|a| a.name == "cubic")
+            .unwrap()
+            .extreme_specs()
+        {
+            parse(&spec).unwrap().apply(&mut config);
+        }
+        // Reno and BBRv2 carry no CUBIC constants.
+        assert_eq!(builtin_options("reno:hystart=0").1.cubic, None);
+        assert_eq!(builtin_options("bbr2").1, BuiltinOptions::default());
+    }
+
+    #[test]
+    fn cubic_beta_and_c_out_of_range_are_refused() {
+        for spec in [
+            "cubic:beta=0",
+            "cubic:beta=0.05",
+            "cubic:beta=0.96",
+            "cubic:beta=1",
+            "cubic:beta=-0.7",
+            "cubic:beta=NaN",
+            "cubic:c=0",
+            "cubic:c=0.001",
+            "cubic:c=10.5",
+            "cubic:c=inf",
+        ] {
+            assert!(
+                matches!(
+                    parse(spec),
+                    Err(SpecError::BadValue {
+                        algorithm: "cubic",
+                        ..
+                    })
+                ),
+                "{spec}: {:?}",
+                parse(spec)
+            );
+        }
+        assert_eq!(
+            parse("cubic:beta=1").unwrap_err().to_string(),
+            "`cubic:beta=1` is invalid; expected a number from 0.1 to 0.95 (1)"
+        );
+        assert_eq!(
+            parse("cubic:c=0").unwrap_err().to_string(),
+            "`cubic:c=0` is invalid; expected a number from 0.01 to 10 (1)"
+        );
+        let e = parse("cubic:gamma=1").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "`cubic` has no parameter `gamma`; valid: hystart, beta, c"
+        );
+        // Reno keeps only hystart.
+        let e = parse("reno:beta=0.6").unwrap_err().to_string();
+        assert_eq!(e, "`reno` has no parameter `beta`; valid: hystart");
+    }
+
     #[test]
     fn rate_parameters_use_tc_units_and_can_be_required() {
         match parse("br-tcp:reserved=40mbit").unwrap() {
@@ -1039,6 +1246,17 @@ mod tests {
             vegas.params.iter().map(|p| p.name).collect::<Vec<_>>(),
             ["alpha", "beta", "gamma", "linux_slow_start"]
         );
+        let names = |n: &str| {
+            all.iter()
+                .find(|a| a.name == n)
+                .unwrap()
+                .params
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("cubic"), ["hystart", "beta", "c"]);
+        assert_eq!(names("reno"), ["hystart"]);
         // Every default is within its own range and accepted by the parser.
         for a in &all {
             let required: Vec<String> = a

@@ -269,3 +269,49 @@ fn newreno_plugin_matches_builtin_reno() {
     );
     assert!(diff < 0.10, "mean cwnd differs by {:.1}%", diff * 100.0);
 }
+
+/// The server's congestion windows in the order quiche logged them
+/// (`recovery_metrics_updated` events that carry one).
+fn qlog_cwnds(qlog: &str) -> Vec<u64> {
+    qlog.split('\u{1e}')
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| serde_json::from_str::<serde_json::Value>(r).expect("qlog record parses"))
+        .filter(|e| e["name"] == "quic:recovery_metrics_updated")
+        .filter_map(|e| e["data"]["congestion_window"].as_u64())
+        .collect()
+}
+
+#[test]
+fn builtin_cubic_beta_sets_the_window_reduction() {
+    let _serial = serial();
+    // Slow start (no HyStart++) overshoots the 60 kB queue; the first
+    // window reduction is the loss that ends it, to beta x cwnd.
+    let spec = PathSpec {
+        rate_bps: 20e6,
+        one_way_delay: Duration::from_millis(10),
+        queue_bytes: 60_000,
+        bytes: 1_500_000,
+        ..Default::default()
+    };
+    for (cc, beta) in [
+        ("cubic:hystart=0", 0.7),
+        ("cubic:hystart=0,beta=0.5", 0.5),
+        ("cubic:hystart=0,beta=0.9,c=1", 0.9),
+    ] {
+        let controller = cc_algorithms::parse(cc).unwrap();
+        let out = run(&spec, |c| controller.apply(c));
+        assert!(out.complete, "{cc}: transfer incomplete: {out:?}");
+        let cwnds = qlog_cwnds(&out.server_qlog);
+        let (before, after) = cwnds
+            .windows(2)
+            .map(|w| (w[0], w[1]))
+            .find(|(a, b)| b < a)
+            .unwrap_or_else(|| panic!("{cc}: cwnd never decreased ({} lost)", out.server_lost));
+        let ratio = after as f64 / before as f64;
+        eprintln!("{cc}: first reduction {before} B -> {after} B, {ratio:.3} x");
+        assert!(
+            (ratio - beta).abs() < 0.03,
+            "{cc}: first reduction {before} -> {after} is {ratio:.3} x, not beta = {beta}"
+        );
+    }
+}
