@@ -270,10 +270,13 @@ pub fn summary_text(r: &TuneResult, out: &Path, work: &Path) -> String {
             brief(&c.default_metrics),
         );
     }
+    let objective = if r.objective.0 == r.objective.1 {
+        r.objective.0.clone()
+    } else {
+        format!("{} = {}", r.objective.0, r.objective.1)
+    };
     s += &format!(
-        "objective {} = {} (mean ± 95% CI on validation seeds)\n{} evaluations run, {} stored\ntable: {} (use --cc {}:table={})\nconvergence: {}\n",
-        r.objective.0,
-        r.objective.1,
+        "objective {objective} (mean ± 95% CI on validation seeds)\n{} evaluations run, {} stored\ntable: {} (use --cc {}:table={})\nconvergence: {}\n",
         r.evaluations_run,
         r.evaluations_stored,
         out.display(),
