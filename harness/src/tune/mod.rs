@@ -11,8 +11,8 @@
 //!
 //! **Noise.** A sim run is deterministic for a given link seed, so an
 //! objective is noisy only through the seed (random loss, jitter, start
-//! times). Each point is measured on every search seed (`--seeds`, default
-//! 1) and told the mean. At the end, the best point and the algorithm's
+//! times). Each point is measured on every search seed (`--seeds`, one by
+//! default) and told the mean. At the end, the best point and the algorithm's
 //! defaults are both measured again on `--validate` fresh seeds the search
 //! never saw, and the table and the printout give those means with 95%
 //! confidence half-widths: a best that only won on the search seeds shows
@@ -466,10 +466,13 @@ pub struct View<'a> {
     /// The objective.
     pub objective: &'a Objective,
     /// Mean objective and metrics of a spec over seeds.
-    pub measure: Box<dyn Fn(&str, &Condition, &[u64]) -> Measured + 'a>,
+    pub measure: MeasureFn<'a>,
     /// Evaluations stored.
     pub stored: usize,
 }
+
+/// Measures a spec under a condition over seeds (from stored evaluations).
+pub type MeasureFn<'a> = Box<dyn Fn(&str, &Condition, &[u64]) -> Measured + 'a>;
 
 /// A spec's objective and metrics over seeds.
 #[derive(Clone, Debug, Default)]

@@ -195,37 +195,7 @@ pub fn convergence_svg(r: &TuneResult) -> Result<String, String> {
             .draw()
             .map_err(|e| e.to_string())?;
         for (i, c) in r.conditions.iter().enumerate() {
-            let col = COLOURS[i % COLOURS.len()];
-            let dots = c
-                .evaluations
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.1.is_finite())
-                .map(|(k, e)| Circle::new((k as f64 + 1.0, e.1), 2, col.mix(0.45).filled()));
-            chart.draw_series(dots).map_err(|e| e.to_string())?;
-            let line = c
-                .convergence
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_finite())
-                .map(|(k, v)| (k as f64 + 1.0, *v));
-            chart
-                .draw_series(LineSeries::new(line, col.stroke_width(2)))
-                .map_err(|e| e.to_string())?
-                .label(c.condition.label())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(2))
-                });
-            if c.default_validated.0.is_finite() {
-                let y = c.default_validated.0;
-                let dashes = (0..n).step_by(2).map(move |k| {
-                    PathElement::new(
-                        vec![(k as f64, y), (k as f64 + 1.0, y)],
-                        col.stroke_width(1),
-                    )
-                });
-                chart.draw_series(dashes).map_err(|e| e.to_string())?;
-            }
+            draw_condition(&mut chart, c, COLOURS[i % COLOURS.len()], n)?;
         }
         chart
             .configure_series_labels()
@@ -237,6 +207,51 @@ pub fn convergence_svg(r: &TuneResult) -> Result<String, String> {
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(out)
+}
+
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One condition: its evaluations as dots, the best so far as a line, the
+/// defaults' validated value dashed.
+fn draw_condition(
+    chart: &mut Chart<'_, '_>,
+    c: &ConditionResult,
+    col: RGBColor,
+    n: usize,
+) -> Result<(), String> {
+    let dots = c
+        .evaluations
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.1.is_finite())
+        .map(|(k, e)| Circle::new((k as f64 + 1.0, e.1), 2, col.mix(0.45).filled()));
+    chart.draw_series(dots).map_err(|e| e.to_string())?;
+    let line = c
+        .convergence
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .map(|(k, v)| (k as f64 + 1.0, *v));
+    chart
+        .draw_series(LineSeries::new(line, col.stroke_width(2)))
+        .map_err(|e| e.to_string())?
+        .label(c.condition.label())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], col.stroke_width(2)));
+    if c.default_validated.0.is_finite() {
+        let y = c.default_validated.0;
+        let dashes = (0..n).step_by(2).map(move |k| {
+            PathElement::new(
+                vec![(k as f64, y), (k as f64 + 1.0, y)],
+                col.stroke_width(1),
+            )
+        });
+        chart.draw_series(dashes).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// Mean metrics, for printing: `name value` pairs of the interesting ones.

@@ -56,44 +56,7 @@ pub struct Request {
 
 /// Checks a request and builds the tune and its base scenario.
 pub fn plan(r: &Request) -> Result<(TuneConfig, Scenario), String> {
-    let preset = cc_algorithms::tuned::PRESETS
-        .iter()
-        .find(|p| p.name == r.algorithm);
-    let (base_spec, params, objective) = if let Some(p) = preset {
-        if !r.params.is_empty() || r.base.is_some() {
-            return Err(format!(
-                "`cclab tune {}` is a preset ({}: {} of `{}`); to choose parameters, use `cclab tune {} --param ...`",
-                p.name,
-                p.summary,
-                p.params.join(", "),
-                p.algorithm,
-                p.algorithm
-            ));
-        }
-        let obj = r.objective.clone().unwrap_or_else(|| p.objective.into());
-        let params = p.params.iter().map(|s| s.to_string()).collect();
-        (p.algorithm.to_string(), params, obj)
-    } else {
-        let objective = r.objective.clone().ok_or_else(|| {
-            format!(
-                "--objective is required: a named one ({}) or an expression over {}",
-                super::objective::preset_names(),
-                super::objective::METRICS
-                    .iter()
-                    .map(|m| m.0)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
-        let base = r.base.clone().unwrap_or_else(|| r.algorithm.clone());
-        if base.split(':').next() != Some(r.algorithm.as_str()) {
-            return Err(format!(
-                "--base `{base}` is not a spec of `{}`",
-                r.algorithm
-            ));
-        }
-        (base, r.params.clone(), objective)
-    };
+    let (base_spec, params, objective) = what_to_tune(r)?;
     let space = Space::parse(&base_spec, &params)?;
     Objective::parse(&objective)?;
     let conditions = conditions(r)?;
@@ -109,23 +72,7 @@ pub fn plan(r: &Request) -> Result<(TuneConfig, Scenario), String> {
         None => scenario.duration_ns,
     };
     scenario.duration_ns = duration_ns;
-    let kind = Kind::parse(&r.optimizer)?;
-    let dims = space.dims();
-    let population = r.swarm.unwrap_or(match kind {
-        Kind::Pso => 6,
-        Kind::Cmaes => 4 + (3.0 * (dims as f64).ln()).floor() as usize,
-    });
-    let iterations = r.iterations.unwrap_or(5);
-    if population == 0 || iterations == 0 || r.seeds == 0 {
-        return Err("--swarm, --iterations and --seeds must be at least 1".into());
-    }
-    let optimizer = Settings {
-        kind,
-        population,
-        iterations,
-        seed: r.seed,
-        start: space.default_point(),
-    };
+    let optimizer = optimizer_settings(r, &space)?;
     // Search seeds 1.., validation seeds far from them.
     let seeds = (0..r.seeds as u64).map(|i| scenario.seed + i).collect();
     let validate_seeds = (0..r.validate as u64)
@@ -144,6 +91,68 @@ pub fn plan(r: &Request) -> Result<(TuneConfig, Scenario), String> {
         scenario_toml,
     };
     Ok((cfg, scenario))
+}
+
+/// The base spec, the searched parameters and the objective: from a
+/// preset an algorithm defines, or from the flags.
+fn what_to_tune(r: &Request) -> Result<(String, Vec<String>, String), String> {
+    if let Some(p) = cc_algorithms::tuned::PRESETS
+        .iter()
+        .find(|p| p.name == r.algorithm)
+    {
+        if !r.params.is_empty() || r.base.is_some() {
+            return Err(format!(
+                "`cclab tune {}` is a preset ({}: {} of `{}`); to choose parameters, use `cclab tune {} --param ...`",
+                p.name,
+                p.summary,
+                p.params.join(", "),
+                p.algorithm,
+                p.algorithm
+            ));
+        }
+        let obj = r.objective.clone().unwrap_or_else(|| p.objective.into());
+        let params = p.params.iter().map(|s| s.to_string()).collect();
+        return Ok((p.algorithm.to_string(), params, obj));
+    }
+    let objective = r.objective.clone().ok_or_else(|| {
+        format!(
+            "--objective is required: a named one ({}) or an expression over {}",
+            super::objective::preset_names(),
+            super::objective::METRICS
+                .iter()
+                .map(|m| m.0)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    let base = r.base.clone().unwrap_or_else(|| r.algorithm.clone());
+    if base.split(':').next() != Some(r.algorithm.as_str()) {
+        return Err(format!(
+            "--base `{base}` is not a spec of `{}`",
+            r.algorithm
+        ));
+    }
+    Ok((base, r.params.clone(), objective))
+}
+
+fn optimizer_settings(r: &Request, space: &Space) -> Result<Settings, String> {
+    let kind = Kind::parse(&r.optimizer)?;
+    let dims = space.dims();
+    let population = r.swarm.unwrap_or(match kind {
+        Kind::Pso => 6,
+        Kind::Cmaes => 4 + (3.0 * (dims as f64).ln()).floor() as usize,
+    });
+    let iterations = r.iterations.unwrap_or(5);
+    if population == 0 || iterations == 0 || r.seeds == 0 {
+        return Err("--swarm, --iterations and --seeds must be at least 1".into());
+    }
+    Ok(Settings {
+        kind,
+        population,
+        iterations,
+        seed: r.seed,
+        start: space.default_point(),
+    })
 }
 
 fn conditions(r: &Request) -> Result<Vec<Condition>, String> {
