@@ -22,7 +22,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The magic bytes the (uncompressed) log starts with.
 pub const MAGIC: &[u8; 8] = b"CCLABBN1";
@@ -291,6 +291,100 @@ impl SampleWriter {
     pub fn finish(mut self) -> io::Result<()> {
         self.out.flush()?;
         self.out.get_ref().sync_all()
+    }
+}
+
+/// The per-packet log's header: the format, the backend that wrote it,
+/// its clock's epoch (Unix and monotonic ns; 0 in virtual time) and the
+/// resolved link.
+pub fn packet_log_header(
+    backend: &str,
+    epoch_unix_ns: u64,
+    epoch_monotonic_ns: u64,
+    link: &crate::link::LinkSpec,
+) -> serde_json::Value {
+    serde_json::json!({
+        "format": "cclab-bottleneck",
+        "version": 1,
+        "backend": backend,
+        "epoch_unix_ns": epoch_unix_ns,
+        "epoch_monotonic_ns": epoch_monotonic_ns,
+        "link": link.to_toml(),
+    })
+}
+
+/// A bottleneck file that could not be written.
+#[derive(Debug)]
+pub struct LogError {
+    /// The file.
+    pub path: PathBuf,
+    /// The cause.
+    pub source: io::Error,
+}
+
+/// Tags an I/O error with the file it concerns.
+fn log_err(path: &Path) -> impl FnOnce(io::Error) -> LogError {
+    let path = path.to_path_buf();
+    move |source| LogError { path, source }
+}
+
+/// The bottleneck's files while a backend (emu, sim) runs:
+/// `bottleneck-samples.jsonl` and, if asked, `bottleneck.bin`, written
+/// under `.part` names until [`LogFiles::finish`] renames them.
+pub struct LogFiles {
+    dir: PathBuf,
+    samples: SampleWriter,
+    packets: Option<Writer>,
+    no_sink: NoSink,
+}
+
+impl LogFiles {
+    /// Creates the files in `dir`; `bottleneck.bin` only with a `header`
+    /// ([`packet_log_header`]).
+    pub fn create(dir: &Path, header: Option<&serde_json::Value>) -> Result<LogFiles, LogError> {
+        let s = dir.join("bottleneck-samples.jsonl.part");
+        let samples = SampleWriter::create(&s).map_err(log_err(&s))?;
+        let packets = match header {
+            Some(h) => {
+                let p = dir.join("bottleneck.bin.part");
+                Some(Writer::create(&p, h).map_err(log_err(&p))?)
+            }
+            None => None,
+        };
+        Ok(LogFiles {
+            dir: dir.to_path_buf(),
+            samples,
+            packets,
+            no_sink: NoSink,
+        })
+    }
+
+    /// Where per-packet events go: the per-packet log, or nowhere.
+    pub fn sink(&mut self) -> &mut dyn Sink {
+        match self.packets.as_mut() {
+            Some(w) => w,
+            None => &mut self.no_sink,
+        }
+    }
+
+    /// Writes one sample.
+    pub fn sample(&mut self, s: &Sample) -> io::Result<()> {
+        self.samples.write(s)
+    }
+
+    /// Finishes both files and gives them their final names; returns the
+    /// per-packet records written.
+    pub fn finish(self) -> Result<u64, LogError> {
+        let mut records = 0;
+        if let Some(w) = self.packets {
+            let p = self.dir.join("bottleneck.bin");
+            records = w.finish().map_err(log_err(&p))?;
+            std::fs::rename(self.dir.join("bottleneck.bin.part"), &p).map_err(log_err(&p))?;
+        }
+        let p = self.dir.join("bottleneck-samples.jsonl");
+        self.samples.finish().map_err(log_err(&p))?;
+        std::fs::rename(self.dir.join("bottleneck-samples.jsonl.part"), &p).map_err(log_err(&p))?;
+        Ok(records)
     }
 }
 

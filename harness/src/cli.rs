@@ -64,6 +64,25 @@ pub struct LinkArgs {
 }
 
 impl LinkArgs {
+    /// The flags that set one field of the link (both directions), by the
+    /// field's name: `backend` is `--link`.
+    pub fn fields(&self) -> [(&'static str, &Option<String>); 12] {
+        [
+            ("backend", &self.link),
+            ("rate", &self.rate),
+            ("rtt", &self.rtt),
+            ("delay", &self.delay),
+            ("jitter", &self.jitter),
+            ("jitter_distribution", &self.jitter_distribution),
+            ("loss", &self.loss),
+            ("duplicate", &self.duplicate),
+            ("reorder", &self.reorder),
+            ("queue", &self.queue),
+            ("aqm", &self.aqm),
+            ("trace", &self.trace),
+        ]
+    }
+
     /// The link these flags describe (on top of `--link-file`).
     pub fn to_spec(&self) -> Result<LinkSpec, LinkError> {
         let (mut table, base) = match &self.link_file {
@@ -84,20 +103,7 @@ impl LinkArgs {
             }
             None => (toml::Table::new(), PathBuf::from(".")),
         };
-        let flags = [
-            ("backend", &self.link),
-            ("rate", &self.rate),
-            ("rtt", &self.rtt),
-            ("delay", &self.delay),
-            ("jitter", &self.jitter),
-            ("jitter_distribution", &self.jitter_distribution),
-            ("loss", &self.loss),
-            ("duplicate", &self.duplicate),
-            ("reorder", &self.reorder),
-            ("queue", &self.queue),
-            ("aqm", &self.aqm),
-            ("trace", &self.trace),
-        ];
+        let flags = self.fields();
         for (a, b) in [("rtt", "delay"), ("rate", "trace")] {
             let given = |k: &str| flags.iter().any(|(f, v)| *f == k && v.is_some());
             if given(a) && given(b) {

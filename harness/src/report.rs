@@ -16,15 +16,16 @@
 
 mod chart;
 mod data;
-mod figure;
+mod figures;
 mod html;
 pub mod palette;
+mod render;
 mod scatter;
 mod series;
 
 use std::path::{Path, PathBuf};
 
-use figure::{render, Kind, Rendered};
+use render::Rendered;
 
 /// Writes the report for the runs under `dirs` to `out` (`.md` for
 /// Markdown, anything else HTML), with its figures as SVG and PNG in
@@ -55,7 +56,7 @@ pub fn write(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     }
     qlog_analysis::plot::ensure_font().map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&fig_dir).map_err(|e| format!("{}: {e}", fig_dir.display()))?;
-    let figures = figures(&runs, &groups, &fig_dir)?;
+    let figures = figures::all(&runs, &groups, &fig_dir)?;
     let doc = if markdown {
         markdown_doc(&runs, &groups, &figures, &page_dir)
     } else {
@@ -63,35 +64,6 @@ pub fn write(dirs: &[PathBuf], out: &Path) -> Result<usize, String> {
     };
     write_atomic(out, doc.as_bytes())?;
     Ok(runs.len())
-}
-
-/// Every figure, rendered for the page and written into `dir`.
-fn figures(
-    runs: &[data::Run],
-    groups: &std::collections::BTreeMap<String, data::Group>,
-    dir: &Path,
-) -> Result<Vec<Rendered>, String> {
-    let points = scatter::points(groups);
-    let mut out = vec![render(
-        "scatter",
-        "Throughput and delay",
-        "Each large dot is an algorithm's mean over repetitions, with 95% confidence error bars \
-         (Student t) where there are several; small dots are single repetitions. The delay axis \
-         is reversed: better is up and to the right."
-            .into(),
-        Kind::Scatter(&points),
-        Some(dir),
-    )?];
-    for m in series::multiples(runs) {
-        out.push(render(
-            m.name,
-            m.title,
-            m.note.clone(),
-            Kind::Multiples(&m),
-            Some(dir),
-        )?);
-    }
-    Ok(out)
 }
 
 fn markdown_doc(

@@ -9,7 +9,7 @@
 //! [grid]
 //! "link.rate" = ["10mbit", "20mbit"]
 //! "link.rtt" = ["20ms", "80ms"]
-//! "flows.0.cc" = ["cubic", "vegas"]
+//! "flows.0.cc" = ["NAME", "NAME:KEY=VALUE"]   # algorithm specs (`cclab list`)
 //! ```
 //!
 //! Point `i` of the grid (cartesian product, keys in alphabetical order,

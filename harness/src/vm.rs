@@ -660,7 +660,7 @@ mod tests {
                 "cclab".into(),
                 "run".into(),
                 "--cc".into(),
-                "vegas:alpha=1".into(),
+                "alg:k=1".into(),
             ],
         );
         let pos = |needle: &str| {
@@ -672,7 +672,7 @@ mod tests {
         );
         assert!(pos("/proc/sys/kernel/modprobe") < pos("cd '/work/p q'"));
         assert!(
-            pos("cclab run --cc vegas:alpha=1 </dev/null >/dev/tty1 2>/dev/tty2")
+            pos("cclab run --cc alg:k=1 </dev/null >/dev/tty1 2>/dev/tty2")
                 < pos("echo $? > /run/job/rc")
         );
         assert!(pos("echo $? > /run/job/rc") < pos("sysrq-trigger"));

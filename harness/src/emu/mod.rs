@@ -25,11 +25,13 @@ pub mod pie;
 pub mod pipeline;
 pub mod queue;
 pub mod red;
+mod relay;
 pub mod reorder;
 pub mod rng;
 mod runtime;
 pub mod sched;
 pub mod serializer;
+mod sockets;
 
 pub use packet::{DropReason, Packet};
 pub use pipeline::{Counters, Direction};

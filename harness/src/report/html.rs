@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::data::{Group, Run};
-use super::figure::Rendered;
 use super::palette::{colour, hex};
+use super::render::Rendered;
 use crate::run::mean_ci;
 
 pub fn esc(s: &str) -> String {

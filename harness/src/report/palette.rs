@@ -1,43 +1,49 @@
 //! One colour per algorithm, the same in every figure of every report.
 //!
-//! The registry's algorithms have fixed colours, taken from the Okabe–Ito
-//! and Paul Tol palettes (chosen to stay apart under the common forms of
-//! colour blindness); the baselines people compare against most (CUBIC,
-//! BBRv2, NewReno) have the most distinct ones. Nineteen colours cannot all
-//! be told apart by every reader, so figures never rely on colour alone:
-//! every small-multiple panel is titled and every scatter point labelled.
+//! The harness knows algorithms only through the registry: the registry's
+//! algorithms take the colours of `PALETTE` in the registry's order
+//! ([`cc_algorithms::registry::algorithms`]), the first algorithm the
+//! first colour. The colours come from the Okabe–Ito and Paul Tol
+//! palettes (chosen to stay apart under the common forms of colour
+//! blindness); their order follows the registry's (plugins first, quiche's
+//! built-ins last), so each algorithm keeps the colour reports have always
+//! drawn it in. An algorithm added to the registry takes the next colour;
+//! past the end of the palette, a darker and then a lighter shade of the
+//! palette again. So many colours cannot all be told apart by every
+//! reader, so figures never rely on colour alone: every small-multiple
+//! panel is titled and every scatter point labelled.
 //!
-//! Names outside the table (a new plugin) hash into the same palette.
-//! A spec with parameters (`vegas:alpha=4`) takes its algorithm's hue in a
-//! shade picked by hashing the whole spec, so two variants in one report
-//! differ while keeping the family resemblance.
+//! Names outside the registry (a plugin of one's own) hash into the same
+//! palette. A spec with parameters (`name:key=value`) takes its
+//! algorithm's hue in a shade picked by hashing the whole spec, so two
+//! variants in one report differ while keeping the family resemblance.
 
 use plotters::style::RGBColor;
 
-/// Fixed colours of the registry's algorithms.
-const BY_NAME: [(&str, RGBColor); 19] = [
-    ("cubic", RGBColor(0x00, 0x72, 0xB2)),     // Okabe–Ito blue
-    ("bbr2", RGBColor(0xD5, 0x5E, 0x00)),      // Okabe–Ito vermillion
-    ("newreno", RGBColor(0x22, 0x22, 0x22)),   // near black
-    ("reno", RGBColor(0x77, 0x77, 0x77)),      // grey
-    ("vegas", RGBColor(0x00, 0x9E, 0x73)),     // Okabe–Ito bluish green
-    ("smcc", RGBColor(0xCC, 0x79, 0xA7)),      // Okabe–Ito reddish purple
-    ("ewphcc", RGBColor(0xE6, 0x9F, 0x00)),    // Okabe–Ito orange
-    ("westwood+", RGBColor(0x56, 0xB4, 0xE9)), // Okabe–Ito sky blue
-    ("dcm+", RGBColor(0x88, 0x22, 0x55)),      // Tol wine
-    ("dcm", RGBColor(0xAA, 0x44, 0x99)),       // Tol purple
-    ("br-tcp", RGBColor(0x33, 0x22, 0x88)),    // Tol indigo
-    ("exp", RGBColor(0x99, 0x99, 0x33)),       // Tol olive
-    ("tahoe", RGBColor(0x44, 0xAA, 0x99)),     // Tol teal
-    ("binomial", RGBColor(0xCC, 0x66, 0x77)),  // Tol rose
-    ("aimd", RGBColor(0x11, 0x77, 0x33)),      // Tol green
-    ("iiad", RGBColor(0xDD, 0xAA, 0x33)),      // Tol gold
-    ("sqrt", RGBColor(0x66, 0x99, 0xCC)),      // Tol medium blue
-    ("mimd", RGBColor(0x99, 0x44, 0x55)),      // Tol dark rose
-    ("fixed", RGBColor(0x66, 0xCC, 0xEE)),     // Tol cyan
+/// The palette, in the order the registry's algorithms take it.
+const PALETTE: [RGBColor; 19] = [
+    RGBColor(0x22, 0x22, 0x22), // near black
+    RGBColor(0x44, 0xAA, 0x99), // Tol teal
+    RGBColor(0x00, 0x9E, 0x73), // Okabe–Ito bluish green
+    RGBColor(0x56, 0xB4, 0xE9), // Okabe–Ito sky blue
+    RGBColor(0x33, 0x22, 0x88), // Tol indigo
+    RGBColor(0x99, 0x99, 0x33), // Tol olive
+    RGBColor(0x88, 0x22, 0x55), // Tol wine
+    RGBColor(0xAA, 0x44, 0x99), // Tol purple
+    RGBColor(0xCC, 0x79, 0xA7), // Okabe–Ito reddish purple
+    RGBColor(0xE6, 0x9F, 0x00), // Okabe–Ito orange
+    RGBColor(0xCC, 0x66, 0x77), // Tol rose
+    RGBColor(0x11, 0x77, 0x33), // Tol green
+    RGBColor(0xDD, 0xAA, 0x33), // Tol gold
+    RGBColor(0x66, 0x99, 0xCC), // Tol medium blue
+    RGBColor(0x99, 0x44, 0x55), // Tol dark rose
+    RGBColor(0x66, 0xCC, 0xEE), // Tol cyan
+    RGBColor(0x77, 0x77, 0x77), // grey
+    RGBColor(0x00, 0x72, 0xB2), // Okabe–Ito blue
+    RGBColor(0xD5, 0x5E, 0x00), // Okabe–Ito vermillion
 ];
 
-/// The algorithm's name without parameters (`vegas` of `vegas:alpha=4`).
+/// The algorithm's name without parameters (`name` of `name:key=value`).
 pub fn base_name(spec: &str) -> &str {
     spec.split(':').next().unwrap_or(spec).trim()
 }
@@ -50,10 +56,20 @@ fn fnv1a(s: &str) -> u64 {
     })
 }
 
+/// The colour of the registry's `i`-th algorithm: the palette's `i`-th,
+/// then past its end darker and lighter shades of it, in turn.
+fn nth(i: usize) -> RGBColor {
+    let c = PALETTE[i % PALETTE.len()];
+    match i / PALETTE.len() {
+        0 => c,
+        round => shade(c, if round % 2 == 1 { -0.35 } else { 0.35 }),
+    }
+}
+
 /// The colour of an algorithm spec.
 pub fn colour(spec: &str) -> RGBColor {
     let base = base_name(spec);
-    let c = known(base).unwrap_or_else(|| BY_NAME[(fnv1a(base) % BY_NAME.len() as u64) as usize].1);
+    let c = known(base).unwrap_or_else(|| PALETTE[(fnv1a(base) % PALETTE.len() as u64) as usize]);
     if base.len() == spec.trim().len() {
         return c;
     }
@@ -78,15 +94,15 @@ pub fn shade(c: RGBColor, f: f64) -> RGBColor {
 
 /// The fixed colour of a registry algorithm's plain name (no parameters).
 pub fn known(name: &str) -> Option<RGBColor> {
-    BY_NAME
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
-        .map(|(_, c)| *c)
+    let name = name.trim();
+    cc_algorithms::registry::algorithms()
+        .position(|a| a.name.eq_ignore_ascii_case(name))
+        .map(nth)
 }
 
-/// Every colour of the palette, in table order.
+/// Every colour of the palette, in order.
 pub fn all() -> impl Iterator<Item = RGBColor> {
-    BY_NAME.iter().map(|(_, c)| *c)
+    PALETTE.into_iter()
 }
 
 /// `#rrggbb`, for HTML.
@@ -100,35 +116,48 @@ mod tests {
 
     #[test]
     fn every_registry_algorithm_has_its_own_colour() {
-        for a in cc_algorithms::algorithms() {
-            assert!(
-                BY_NAME.iter().any(|(n, _)| *n == a.name),
-                "{} has no colour in report::palette::BY_NAME",
-                a.name
-            );
-        }
-        for (i, (n, c)) in BY_NAME.iter().enumerate() {
-            for (m, d) in &BY_NAME[i + 1..] {
-                assert!(c != d, "{n} and {m} share a colour");
+        let names = cc_algorithms::registry::names();
+        let colours: Vec<RGBColor> = names.iter().map(|n| colour(n)).collect();
+        for (i, c) in colours.iter().enumerate() {
+            for (j, d) in colours.iter().enumerate().skip(i + 1) {
+                assert!(c != d, "{} and {} share a colour", names[i], names[j]);
             }
+        }
+        for (i, c) in PALETTE.iter().enumerate() {
+            assert!(!PALETTE[i + 1..].contains(c), "the palette repeats {c:?}");
         }
     }
 
     #[test]
+    fn colours_follow_the_registry_order() {
+        for (i, n) in cc_algorithms::registry::names().iter().enumerate() {
+            assert_eq!(colour(n), nth(i), "{n}");
+            assert_eq!(known(n), Some(nth(i)), "{n}");
+        }
+        assert_eq!(nth(0), PALETTE[0]);
+        // Past the palette: shades of it, distinct from the plain colours.
+        let past: Vec<RGBColor> = (PALETTE.len()..3 * PALETTE.len()).map(nth).collect();
+        assert!(past.iter().all(|c| !PALETTE.contains(c)));
+        assert_eq!(past.len(), 2 * PALETTE.len());
+    }
+
+    #[test]
     fn colours_are_stable_and_keyed_by_name() {
-        assert_eq!(hex(colour("cubic")), "#0072b2");
-        assert_eq!(colour("CUBIC"), colour("cubic"));
+        let a = cc_algorithms::registry::names()[0];
+        assert_eq!(colour(&a.to_uppercase()), colour(a));
         // Unknown names hash into the palette, the same way every time.
         assert_eq!(colour("my-new-cc"), colour("my-new-cc"));
-        assert!(BY_NAME.iter().any(|(_, c)| *c == colour("my-new-cc")));
+        assert!(PALETTE.contains(&colour("my-new-cc")));
+        assert_eq!(known("my-new-cc"), None);
         // A variant keeps a shade of its family, distinct from the plain one.
-        let v = colour("vegas:alpha=4");
-        assert_ne!(v, colour("vegas"));
-        assert_eq!(v, colour("vegas:alpha=4"));
+        let variant = format!("{a}:x=4");
+        let v = colour(&variant);
+        assert_ne!(v, colour(a));
+        assert_eq!(v, colour(&variant));
         // Reproductions look plain names up without a fallback.
-        assert_eq!(known("vegas"), Some(colour("vegas")));
-        assert_eq!(known("vegas:alpha=4"), None);
-        assert_eq!(all().count(), BY_NAME.len());
+        assert_eq!(known(a), Some(colour(a)));
+        assert_eq!(known(&variant), None);
+        assert_eq!(all().count(), PALETTE.len());
     }
 
     #[test]

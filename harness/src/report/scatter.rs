@@ -426,11 +426,8 @@ mod tests {
     #[test]
     fn points_carry_student_t_intervals() {
         let mut g = BTreeMap::new();
-        g.insert(
-            "cubic".to_string(),
-            group("cubic", &[(50.0, 10.0), (60.0, 12.0)]),
-        );
-        g.insert("none".to_string(), group("vegas", &[]));
+        g.insert("a".to_string(), group("a", &[(50.0, 10.0), (60.0, 12.0)]));
+        g.insert("none".to_string(), group("b", &[]));
         let p = points(&g);
         assert_eq!(p.len(), 1, "a group without RTTs has no point");
         assert_eq!((p[0].x, p[0].y), (55.0, 11.0));

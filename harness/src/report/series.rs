@@ -250,135 +250,152 @@ fn flow_colours(flows: &[FlowSeries]) -> Vec<RGBColor> {
         .collect()
 }
 
-type Pick = fn(&FlowSeries) -> &Vec<(f64, f64)>;
+/// A flow's time series.
+#[derive(Clone, Copy)]
+pub enum Signal {
+    /// The sender's congestion window.
+    Cwnd,
+    /// The sender's smoothed RTT.
+    Rtt,
+    /// The receiver's goodput.
+    Goodput,
+}
 
-/// One panel per run (several runs) or per flow (one run).
-fn flow_panels(rs: &[RunSeries], pick: Pick) -> Vec<Panel> {
-    if let [one] = rs {
-        if one.flows.len() > 1 {
-            let colours = flow_colours(&one.flows);
-            return one
-                .flows
-                .iter()
-                .zip(colours)
-                .map(|(f, c)| Panel {
-                    title: format!("flow {}: {}", f.index, f.cc),
-                    colour: c,
-                    traces: vec![Trace {
-                        colour: c,
-                        pts: pick(f).clone(),
-                    }],
-                    marks: Vec::new(),
-                })
-                .collect();
+impl Signal {
+    fn of(self, f: &FlowSeries) -> &Vec<(f64, f64)> {
+        match self {
+            Signal::Cwnd => &f.cwnd,
+            Signal::Rtt => &f.rtt,
+            Signal::Goodput => &f.goodput,
         }
     }
-    rs.iter()
-        .map(|r| Panel {
-            title: r.title.clone(),
-            colour: r.colour,
-            traces: r
-                .flows
-                .iter()
-                .zip(flow_colours(&r.flows))
-                .map(|(f, c)| Trace {
-                    colour: c,
-                    pts: pick(f).clone(),
-                })
-                .collect(),
-            marks: Vec::new(),
-        })
-        .collect()
 }
 
-/// Algorithms drawn when some panel mixes several (else panel titles say
-/// it all).
-fn legend(rs: &[RunSeries]) -> Vec<String> {
-    let mixed = rs
-        .iter()
-        .any(|r| r.flows.iter().any(|f| f.cc != r.flows[0].cc));
-    if !mixed {
-        return Vec::new();
+/// The series of the first repetition of up to [`MAX_PANELS`] runs, read
+/// once for every figure of small multiples.
+pub struct Series {
+    rs: Vec<RunSeries>,
+    /// Runs in the report (some may be left out).
+    runs: usize,
+}
+
+impl Series {
+    /// Reads the runs' series, on every core.
+    pub fn load(runs: &[Run]) -> Series {
+        Series {
+            rs: load(runs),
+            runs: runs.len(),
+        }
     }
-    let mut ccs: Vec<String> = rs
-        .iter()
-        .flat_map(|r| r.flows.iter().map(|f| f.cc.clone()))
-        .collect();
-    ccs.sort();
-    ccs.dedup();
-    ccs
-}
 
-/// The four figures of small multiples: cwnd, RTT, goodput, queue.
-pub fn multiples(runs: &[Run]) -> Vec<Multiples> {
-    let rs = load(runs);
-    let left_out = if runs.len() > MAX_PANELS {
+    /// What a panel stands for: a flow (one run of several flows) or a run.
+    fn per(&self) -> &'static str {
+        if self.rs.len() == 1 && self.rs[0].flows.len() > 1 {
+            "flow"
+        } else {
+            "run"
+        }
+    }
+
+    /// Says so when runs were left out.
+    pub fn left_out(&self) -> String {
+        if self.runs > MAX_PANELS {
+            format!(
+                " Only the first {MAX_PANELS} of {} runs are drawn.",
+                self.runs
+            )
+        } else {
+            String::new()
+        }
+    }
+
+    /// What every figure of flow panels says of its panels.
+    pub fn shared_note(&self) -> String {
         format!(
-            " Only the first {MAX_PANELS} of {} runs are drawn.",
-            runs.len()
+            "One panel per {}, first repetition; all panels share both axes.{}",
+            self.per(),
+            self.left_out()
         )
-    } else {
-        String::new()
-    };
-    let per = if rs.len() == 1 && rs[0].flows.len() > 1 {
-        "flow"
-    } else {
-        "run"
-    };
-    let shared =
-        format!("One panel per {per}, first repetition; all panels share both axes.{left_out}");
-    // Per-flow panels are titled with their algorithm: no legend needed.
-    let leg = if per == "flow" {
-        Vec::new()
-    } else {
-        legend(&rs)
-    };
-    let queue = rs
-        .iter()
-        .map(|r| Panel {
-            title: r.title.clone(),
-            colour: r.colour,
-            traces: vec![Trace {
+    }
+
+    /// The legend of a figure of flow panels: the algorithms drawn when
+    /// some run mixes several (per-flow panels are titled with their
+    /// algorithm, and one-algorithm runs with theirs: no legend).
+    pub fn legend(&self) -> Vec<String> {
+        if self.per() == "flow" {
+            return Vec::new();
+        }
+        let rs = &self.rs;
+        let mixed = rs
+            .iter()
+            .any(|r| r.flows.iter().any(|f| f.cc != r.flows[0].cc));
+        if !mixed {
+            return Vec::new();
+        }
+        let mut ccs: Vec<String> = rs
+            .iter()
+            .flat_map(|r| r.flows.iter().map(|f| f.cc.clone()))
+            .collect();
+        ccs.sort();
+        ccs.dedup();
+        ccs
+    }
+
+    /// One panel of `signal` per run (several runs) or per flow (one run).
+    pub fn flow_panels(&self, signal: Signal) -> Vec<Panel> {
+        if let [one] = self.rs.as_slice() {
+            if one.flows.len() > 1 {
+                let colours = flow_colours(&one.flows);
+                return one
+                    .flows
+                    .iter()
+                    .zip(colours)
+                    .map(|(f, c)| Panel {
+                        title: format!("flow {}: {}", f.index, f.cc),
+                        colour: c,
+                        traces: vec![Trace {
+                            colour: c,
+                            pts: signal.of(f).clone(),
+                        }],
+                        marks: Vec::new(),
+                    })
+                    .collect();
+            }
+        }
+        self.rs
+            .iter()
+            .map(|r| Panel {
+                title: r.title.clone(),
                 colour: r.colour,
-                pts: r.queue.clone(),
-            }],
-            marks: r.drops.clone(),
-        })
-        .collect();
-    vec![
-        Multiples {
-            name: "cwnd",
-            title: "Congestion window",
-            y_unit: "kB",
-            note: format!("The sender's cwnd from its qlog. {shared}"),
-            panels: flow_panels(&rs, |f| &f.cwnd),
-            legend: leg.clone(),
-        },
-        Multiples {
-            name: "rtt",
-            title: "Round-trip time",
-            y_unit: "ms",
-            note: format!("The sender's smoothed RTT from its qlog. {shared}"),
-            panels: flow_panels(&rs, |f| &f.rtt),
-            legend: leg.clone(),
-        },
-        Multiples {
-            name: "goodput",
-            title: "Goodput",
-            y_unit: "Mbit/s",
-            note: format!("Application bytes delivered per 200 ms, from the receiver's qlog. {shared}"),
-            panels: flow_panels(&rs, |f| &f.goodput),
-            legend: leg,
-        },
-        Multiples {
-            name: "queue",
-            title: "Bottleneck queue",
-            y_unit: "kB",
-            note: format!("Queue occupancy at the end of each 100 ms sample; ticks along the top mark samples with drops. One panel per run, first repetition; all panels share both axes.{left_out}"),
-            panels: queue,
-            legend: Vec::new(),
-        },
-    ]
+                traces: r
+                    .flows
+                    .iter()
+                    .zip(flow_colours(&r.flows))
+                    .map(|(f, c)| Trace {
+                        colour: c,
+                        pts: signal.of(f).clone(),
+                    })
+                    .collect(),
+                marks: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// One panel of the bottleneck queue per run, with its drops marked.
+    pub fn queue_panels(&self) -> Vec<Panel> {
+        self.rs
+            .iter()
+            .map(|r| Panel {
+                title: r.title.clone(),
+                colour: r.colour,
+                traces: vec![Trace {
+                    colour: r.colour,
+                    pts: r.queue.clone(),
+                }],
+                marks: r.drops.clone(),
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -580,7 +580,7 @@ mod tests {
             ci95: 1.0,
             n: 5,
         };
-        [("smcc", 10.0), ("vegas", 20.0), ("reno", 10.5)]
+        [("low", 10.0), ("high", 20.0), ("mid", 10.5)]
             .into_iter()
             .map(|(l, m)| (l.to_string(), st(m)))
             .collect()
@@ -588,52 +588,52 @@ mod tests {
 
     #[test]
     fn comparisons_hold_on_means_and_report_significance() {
-        let o = Test::parse("smcc < vegas").unwrap().eval(&vals()).unwrap();
+        let o = Test::parse("low < high").unwrap().eval(&vals()).unwrap();
         assert!(o.holds && o.significant, "{o:?}");
-        let o = Test::parse("smcc < reno").unwrap().eval(&vals()).unwrap();
+        let o = Test::parse("low < mid").unwrap().eval(&vals()).unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
-        let o = Test::parse("smcc > vegas").unwrap().eval(&vals()).unwrap();
+        let o = Test::parse("low > high").unwrap().eval(&vals()).unwrap();
         assert!(
             !o.holds && o.significant,
             "a clear failure is significant: {o:?}"
         );
-        let o = Test::parse("vegas > 2.5 * smcc")
+        let o = Test::parse("high > 2.5 * low")
             .unwrap()
             .eval(&vals())
             .unwrap();
         assert!(!o.holds);
-        let o = Test::parse("vegas >= max(smcc, reno)")
+        let o = Test::parse("high >= max(low, mid)")
             .unwrap()
             .eval(&vals())
             .unwrap();
         assert!(
-            o.holds && o.detail.contains("max(smcc, reno) = reno 10.5"),
+            o.holds && o.detail.contains("max(low, mid) = mid 10.5"),
             "{o:?}"
         );
-        let o = Test::parse("ratio(vegas, smcc) >= 2")
+        let o = Test::parse("ratio(high, low) >= 2")
             .unwrap()
             .eval(&vals())
             .unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
-        assert!(Test::parse("ratio(vegas) > 1").is_err());
+        assert!(Test::parse("ratio(high) > 1").is_err());
         let mut once = vals();
         once.values_mut().for_each(|s| s.n = 1);
-        let o = Test::parse("smcc < vegas").unwrap().eval(&once).unwrap();
+        let o = Test::parse("low < high").unwrap().eval(&once).unwrap();
         assert!(
             o.holds && !o.significant,
             "one repetition has no spread: {o:?}"
         );
-        let o = Test::parse("within(smcc, reno, 10%)")
+        let o = Test::parse("within(low, mid, 10%)")
             .unwrap()
             .eval(&vals())
             .unwrap();
         assert!(o.holds);
-        let o = Test::parse("within(smcc, vegas, 10%)")
+        let o = Test::parse("within(low, high, 10%)")
             .unwrap()
             .eval(&vals())
             .unwrap();
         assert!(!o.holds);
-        assert!(Test::parse("smcc < nobody").unwrap().eval(&vals()).is_err());
+        assert!(Test::parse("low < nobody").unwrap().eval(&vals()).is_err());
     }
 
     #[test]
@@ -648,23 +648,23 @@ mod tests {
     #[test]
     fn bad_tests_say_what_is_allowed() {
         for bad in [
-            "smcc",
-            "smcc << vegas",
+            "low",
+            "low << high",
             "increasing(",
             "within(a, b, 10)",
             "a < b c",
         ] {
             assert!(Test::parse(bad).is_err(), "{bad}");
         }
-        assert!(Test::parse("increasing(smcc)").unwrap().is_trend());
+        assert!(Test::parse("increasing(low)").unwrap().is_trend());
     }
 
     #[test]
     fn trends_use_rank_correlation() {
-        let t = Test::parse("decreasing(smcc)").unwrap();
+        let t = Test::parse("decreasing(low)").unwrap();
         let row = |m: f64| -> Row {
             [(
-                "smcc".to_string(),
+                "low".to_string(),
                 Stat {
                     mean: m,
                     ci95: 0.1,

@@ -1,8 +1,8 @@
 //! `paper.toml`: one paper's experiments, claims and figures.
 //!
 //! ```toml
-//! paper = "smcc"                       # short name: `cclab reproduce smcc`
-//! title = "SMCC: Self-Managing Congestion Control Algorithm"
+//! paper = "ours"                       # short name: `cclab reproduce ours`
+//! title = "Ours: A Congestion Control Algorithm"
 //! seed = "000_6a87cc4bd762b0ce.txt"    # the paper's text in the seeds
 //! notes = ["choices made where the paper is silent, one per line"]
 //!
@@ -15,19 +15,19 @@
 //! [[experiment.axis]]                  # points: the cartesian product of the axes
 //! name = "cc"
 //! field = "flows.0.cc"
-//! values = ["vegas:alpha=1,beta=3", "smcc"]
-//! labels = ["vegas", "smcc"]           # default: the values as text
+//! values = ["base:alpha=1,beta=3", "ours"]   # algorithm specs
+//! labels = ["base", "ours"]            # default: the values as text
 //! x = [1, 2]                           # numbers for plots along this axis (optional)
 //!
 //! [[claim]]
 //! id = "T1-drops"
 //! source = "Table I"
-//! statement = "SMCC drops far fewer packets than Vegas"
+//! statement = "Ours drops far fewer packets than the base"
 //! experiment = "t1"
 //! metric = "drops"                     # see `metrics::METRICS`
-//! values = { vegas = "cc=vegas", smcc = "cc=smcc" }   # label -> selector
-//! paper = { vegas = 14329, smcc = 817 }               # or the paper's words
-//! test = "smcc < vegas"                # see `expr`
+//! values = { base = "cc=base", ours = "cc=ours" }   # label -> selector
+//! paper = { base = 14329, ours = 817 }              # or the paper's words
+//! test = "ours < base"                 # see `expr`
 //! over = "buffer"                      # optional: test at every label of this axis
 //! require = "all"                      # with `over`: all (default) or most
 //! if_fail = "the likely reason, shown with a FAIL"
@@ -37,10 +37,10 @@
 //! [[figure]]
 //! id = "fig3"
 //! source = "Fig. 3"
-//! paper_says = "Vegas's queue swings between full and empty; SMCC's settles at 2 packets"
+//! paper_says = "The base's queue swings between full and empty; ours settles at 2 packets"
 //! experiment = "t1"
 //! kind = "queue_pkts"                  # a signal over time, or metric:<name> along `along`
-//! series = { vegas = "cc=vegas", smcc = "cc=smcc" }
+//! series = { base = "cc=base", ours = "cc=ours" }
 //! along = "buffer"                     # for metric figures: the axis on x
 //! ```
 //!
@@ -219,7 +219,7 @@ pub struct Selector {
 }
 
 impl Selector {
-    /// Parses `cc=vegas,flow=exp`.
+    /// Parses `cc=base,flow=ours`.
     pub fn parse(s: &str) -> Result<Selector, String> {
         let mut out = Selector::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -409,211 +409,6 @@ impl Manifest {
     pub fn experiment(&self, id: &str) -> Option<&Experiment> {
         self.experiments.iter().find(|e| e.id == id)
     }
-
-    fn validate(&self) -> Result<(), String> {
-        let mut ids = std::collections::BTreeSet::new();
-        for e in &self.experiments {
-            if !ids.insert(&e.id) {
-                return Err(format!("experiment `{}` is defined twice", e.id));
-            }
-            if !self.dir.join(&e.scenario).exists() {
-                return Err(format!(
-                    "experiment `{}`: scenario `{}` not found next to paper.toml",
-                    e.id, e.scenario
-                ));
-            }
-            for a in &e.axes {
-                if a.values.is_empty() {
-                    return Err(format!(
-                        "experiment `{}` axis `{}`: no values",
-                        e.id, a.name
-                    ));
-                }
-                if !a.labels.is_empty() && a.labels.len() != a.values.len() {
-                    return Err(format!(
-                        "experiment `{}` axis `{}`: {} labels for {} values",
-                        e.id,
-                        a.name,
-                        a.labels.len(),
-                        a.values.len()
-                    ));
-                }
-                if !a.x.is_empty() && a.x.len() != a.values.len() {
-                    return Err(format!(
-                        "experiment `{}` axis `{}`: {} x positions for {} values",
-                        e.id,
-                        a.name,
-                        a.x.len(),
-                        a.values.len()
-                    ));
-                }
-                if let Fields::Many(fs) = &a.field {
-                    let ok = a
-                        .values
-                        .iter()
-                        .all(|v| v.as_array().is_some_and(|x| x.len() == fs.len()));
-                    if !ok {
-                        return Err(format!(
-                            "experiment `{}` axis `{}`: with {} fields each value must be an array of {} items",
-                            e.id,
-                            a.name,
-                            fs.len(),
-                            fs.len()
-                        ));
-                    }
-                }
-                if a.name == "flow" {
-                    return Err(format!(
-                        "experiment `{}`: `flow` is reserved for flow selectors; name the axis otherwise",
-                        e.id
-                    ));
-                }
-            }
-            for k in e.quick.keep.keys() {
-                if !e.axes.iter().any(|a| &a.name == k) {
-                    return Err(format!(
-                        "experiment `{}`: quick.keep names axis `{k}`; axes: {}",
-                        e.id,
-                        axis_names(e)
-                    ));
-                }
-            }
-        }
-        let mut cids = std::collections::BTreeSet::new();
-        for c in &self.claims {
-            if !cids.insert(&c.id) {
-                return Err(format!("claim `{}` is defined twice", c.id));
-            }
-            if c.na.is_some() {
-                continue;
-            }
-            let where_ = |p: String| format!("claim `{}`: {p}", c.id);
-            let eid = c.experiment.as_deref().ok_or_else(|| {
-                where_("needs `experiment` (or `na` with the reason it cannot be run)".into())
-            })?;
-            let e = self.experiment(eid).ok_or_else(|| {
-                where_(format!(
-                    "experiment `{eid}` is not defined; defined: {}",
-                    self.experiments
-                        .iter()
-                        .map(|e| e.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
-            let metric = c.metric.as_deref().unwrap_or("");
-            if !METRICS.contains(&metric) {
-                return Err(where_(format!(
-                    "metric `{metric}` is not one of: {}",
-                    METRICS.join(", ")
-                )));
-            }
-            let test = c
-                .test
-                .as_deref()
-                .ok_or_else(|| where_("needs a `test`".into()))?;
-            let t = super::expr::Test::parse(test).map_err(|p| where_(format!("test: {p}")))?;
-            for l in t.labels() {
-                if !c.values.contains_key(&l) {
-                    return Err(where_(format!(
-                        "test names `{l}`, which `values` does not define (defined: {})",
-                        c.values.keys().cloned().collect::<Vec<_>>().join(", ")
-                    )));
-                }
-            }
-            if let Some(o) = &c.over {
-                if !e.axes.iter().any(|a| &a.name == o) {
-                    return Err(where_(format!(
-                        "over: axis `{o}` not in experiment `{eid}`; axes: {}",
-                        axis_names(e)
-                    )));
-                }
-            } else if t.is_trend() {
-                return Err(where_(
-                    "increasing()/decreasing() need `over = <axis>`".into(),
-                ));
-            }
-            if !matches!(c.require.as_deref(), None | Some("all") | Some("most")) {
-                return Err(where_("require: expected `all` or `most`".into()));
-            }
-            for (label, s) in &c.values {
-                check_selector(e, s).map_err(|p| where_(format!("values.{label}: {p}")))?;
-            }
-        }
-        for f in &self.figures {
-            let where_ = |p: String| format!("figure `{}`: {p}", f.id);
-            let e = self
-                .experiment(&f.experiment)
-                .ok_or_else(|| where_(format!("experiment `{}` is not defined", f.experiment)))?;
-            match f.kind.strip_prefix("metric:") {
-                Some(m) => {
-                    if !METRICS.contains(&m) {
-                        return Err(where_(format!(
-                            "metric `{m}` is not one of: {}",
-                            METRICS.join(", ")
-                        )));
-                    }
-                    let along = f
-                        .along
-                        .as_deref()
-                        .ok_or_else(|| where_("metric figures need `along = <axis>`".into()))?;
-                    if !e.axes.iter().any(|a| a.name == along) {
-                        return Err(where_(format!(
-                            "along: axis `{along}` not in experiment; axes: {}",
-                            axis_names(e)
-                        )));
-                    }
-                }
-                None => {
-                    if !SIGNALS.contains(&f.kind.as_str()) {
-                        return Err(where_(format!(
-                            "kind `{}` is not one of: {}, or metric:<name>",
-                            f.kind,
-                            SIGNALS.join(", ")
-                        )));
-                    }
-                }
-            }
-            for (label, s) in &f.series {
-                check_selector(e, s).map_err(|p| where_(format!("series.{label}: {p}")))?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn axis_names(e: &Experiment) -> String {
-    if e.axes.is_empty() {
-        return "(none)".into();
-    }
-    e.axes
-        .iter()
-        .map(|a| a.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn check_selector(e: &Experiment, s: &str) -> Result<(), String> {
-    let sel = Selector::parse(s)?;
-    for (k, v) in &sel.axes {
-        let a = e.axes.iter().find(|a| &a.name == k).ok_or_else(|| {
-            format!(
-                "`{k}` is not an axis of `{}` (axes: {}; or flow=)",
-                e.id,
-                axis_names(e)
-            )
-        })?;
-        let labels: Vec<String> = (0..a.values.len())
-            .map(|i| Experiment::label(a, i))
-            .collect();
-        if !labels.contains(v) {
-            return Err(format!(
-                "`{v}` is not a label of axis `{k}`; labels: {}",
-                labels.join(", ")
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -630,7 +425,7 @@ quick = { keep = { b = ["2"] } }
 [[axis]]
 name = "a"
 field = "flows.0.cc"
-values = ["vegas", "smcc"]
+values = ["base", "ours"]
 [[axis]]
 name = "b"
 field = "link.queue"
@@ -641,13 +436,13 @@ labels = ["1", "2"]
         .unwrap();
         let p = e.points(false);
         assert_eq!(p.len(), 4);
-        assert_eq!(p[1].dir_name(), "vegas-2");
-        assert_eq!(p[2].coord("a"), Some("smcc"));
+        assert_eq!(p[1].dir_name(), "base-2");
+        assert_eq!(p[2].coord("a"), Some("ours"));
         let q = e.points(true);
         assert_eq!(q.len(), 2);
         assert!(q.iter().all(|p| p.coord("b") == Some("2")));
-        assert!(p[3].matches(&Selector::parse("a=smcc,flow=exp").unwrap()));
-        assert!(!p[0].matches(&Selector::parse("a=smcc").unwrap()));
+        assert!(p[3].matches(&Selector::parse("a=ours,flow=other").unwrap()));
+        assert!(!p[0].matches(&Selector::parse("a=ours").unwrap()));
     }
 
     #[test]
@@ -659,8 +454,8 @@ scenario = "x.toml"
 [[axis]]
 name = "cc"
 field = "flows.0.cc"
-values = ["newreno", "br-tcp:reserved={reserved}mbit"]
-labels = ["newreno", "br"]
+values = ["base", "ours:reserved={reserved}mbit"]
+labels = ["base", "ours"]
 [[axis]]
 name = "reserved"
 field = ["cross.0.rate", "cross.0.weight"]
@@ -671,7 +466,7 @@ labels = ["10", "40"]
         .unwrap();
         let p = e.points(false);
         assert_eq!(p.len(), 4);
-        assert_eq!(p[3].overrides[0].1.as_str(), Some("br-tcp:reserved=40mbit"));
+        assert_eq!(p[3].overrides[0].1.as_str(), Some("ours:reserved=40mbit"));
         assert_eq!(
             p[3].overrides[1],
             ("cross.0.rate".to_string(), toml::Value::from("60mbit"))
@@ -684,9 +479,9 @@ labels = ["10", "40"]
 
     #[test]
     fn selectors_parse_axes_and_flow() {
-        let s = Selector::parse("cc=vegas, flow=#2").unwrap();
-        assert_eq!(s.axes, vec![("cc".into(), "vegas".into())]);
+        let s = Selector::parse("cc=base, flow=#2").unwrap();
+        assert_eq!(s.axes, vec![("cc".into(), "base".into())]);
         assert_eq!(s.flow.as_deref(), Some("#2"));
-        assert!(Selector::parse("vegas").is_err());
+        assert!(Selector::parse("base").is_err());
     }
 }

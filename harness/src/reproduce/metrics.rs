@@ -84,95 +84,131 @@ impl RunData {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        let mut out = Vec::new();
-        for (i, r) in reps.iter().enumerate() {
-            let b = &r["bottleneck"];
-            let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
-            let flows: Vec<&Value> = r["flows"]
-                .as_array()
-                .map(|a| a.iter().filter(|f| selects(flow, f)).collect())
-                .unwrap_or_default();
-            if flows.is_empty() && is_flow_metric(metric) {
-                return Err(MetricError(format!(
-                    "no flow matches `flow={}`; flows: {}",
-                    flow.unwrap_or(""),
-                    r["flows"]
-                        .as_array()
-                        .map(|a| a
-                            .iter()
-                            .filter_map(|f| f["cc"].as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "))
-                        .unwrap_or_default()
-                )));
-            }
-            let sum = |k: &str| flows.iter().map(|f| num(&f[k])).sum::<f64>();
-            let mean = |g: &dyn Fn(&Value) -> f64| {
-                let v: Vec<f64> = flows
-                    .iter()
-                    .map(|f| g(f))
-                    .filter(|x| x.is_finite())
-                    .collect();
-                if v.is_empty() {
-                    f64::NAN
-                } else {
-                    v.iter().sum::<f64>() / v.len() as f64
-                }
-            };
-            let v = match metric {
-                "drops" => num(&b["drops"]),
-                "utilization" => 100.0 * num(&b["utilization"]),
-                "queue_delay_ms" => num(&b["queue_delay_ms_mean"]),
-                "queue_pkts" => self.queue_pkts.get(i).copied().unwrap_or(f64::NAN),
-                "loss_rate" => 100.0 * b["loss_rate"].as_f64().unwrap_or(0.0),
-                "delivery_ratio" => 100.0 * (1.0 - b["loss_rate"].as_f64().unwrap_or(0.0)),
-                "jain" => num(&r["jain_fairness"]),
-                "goodput_mbps" => sum("goodput_bps") / 1e6,
-                "data_mb" => sum("bytes") / 1e6,
-                "rtt_ms" => mean(&|f| num(&f["rtt_ms"]["mean"])),
-                "rtt_p95_ms" => mean(&|f| num(&f["rtt_ms"]["p95"])),
-                "cwnd_cv" => mean(&|f| num(&f["cwnd_cv"])),
-                "cwnd_kb" => mean(&|f| num(&f["cwnd_mean"]) / 1e3),
-                "lost" => sum("lost_packets"),
-                "goodput_cv" => mean(&|f| {
-                    let n = r["rep"].as_u64().unwrap_or(1);
-                    let i = f["index"].as_u64().unwrap_or(0);
-                    goodput_cv(
-                        &self
-                            .dir
-                            .join(format!("rep-{n}"))
-                            .join(format!("flow-{i}"))
-                            .join("client.json"),
-                    )
-                }),
-                "completion_s" => flows
-                    .iter()
-                    .map(|f| {
-                        let g = num(&f["goodput_bps"]);
-                        if f["complete"].as_bool() == Some(true) && g > 0.0 {
-                            num(&f["bytes"]) * 8.0 / g
-                        } else {
-                            f64::NAN
-                        }
-                    })
-                    .fold(f64::NEG_INFINITY, |a, b| {
-                        if b.is_nan() || a.is_nan() {
-                            f64::NAN
-                        } else {
-                            a.max(b)
-                        }
-                    }),
-                other => {
-                    return Err(MetricError(format!(
-                        "unknown metric `{other}`; known: {}",
-                        super::manifest::METRICS.join(", ")
-                    )))
-                }
-            };
-            out.push(v);
-        }
-        Ok(out)
+        reps.iter()
+            .enumerate()
+            .map(|(i, r)| self.value(i, r, metric, flow))
+            .collect()
     }
+
+    /// `metric` in repetition `r` (the `i`-th).
+    fn value(
+        &self,
+        i: usize,
+        r: &Value,
+        metric: &str,
+        flow: Option<&str>,
+    ) -> Result<f64, MetricError> {
+        let flows: Vec<&Value> = r["flows"]
+            .as_array()
+            .map(|a| a.iter().filter(|f| selects(flow, f)).collect())
+            .unwrap_or_default();
+        if flows.is_empty() && is_flow_metric(metric) {
+            return Err(MetricError(format!(
+                "no flow matches `flow={}`; flows: {}",
+                flow.unwrap_or(""),
+                r["flows"]
+                    .as_array()
+                    .map(|a| a
+                        .iter()
+                        .filter_map(|f| f["cc"].as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .unwrap_or_default()
+            )));
+        }
+        let v = match link_value(metric, r) {
+            Some(v) => v,
+            None if metric == "queue_pkts" => self.queue_pkts.get(i).copied().unwrap_or(f64::NAN),
+            None => self.flow_value(metric, r, &flows).ok_or_else(|| {
+                MetricError(format!(
+                    "unknown metric `{metric}`; known: {}",
+                    super::manifest::METRICS.join(", ")
+                ))
+            })?,
+        };
+        Ok(v)
+    }
+
+    /// A flow metric over `flows` of repetition `r`; `None` for a metric
+    /// that is not one.
+    fn flow_value(&self, metric: &str, r: &Value, flows: &[&Value]) -> Option<f64> {
+        let sum = |k: &str| flows.iter().map(|f| num(&f[k])).sum::<f64>();
+        let mean = |g: &dyn Fn(&Value) -> f64| {
+            let v: Vec<f64> = flows
+                .iter()
+                .map(|f| g(f))
+                .filter(|x| x.is_finite())
+                .collect();
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        Some(match metric {
+            "goodput_mbps" => sum("goodput_bps") / 1e6,
+            "data_mb" => sum("bytes") / 1e6,
+            "rtt_ms" => mean(&|f| num(&f["rtt_ms"]["mean"])),
+            "rtt_p95_ms" => mean(&|f| num(&f["rtt_ms"]["p95"])),
+            "cwnd_cv" => mean(&|f| num(&f["cwnd_cv"])),
+            "cwnd_kb" => mean(&|f| num(&f["cwnd_mean"]) / 1e3),
+            "lost" => sum("lost_packets"),
+            "goodput_cv" => mean(&|f| {
+                let n = r["rep"].as_u64().unwrap_or(1);
+                let i = f["index"].as_u64().unwrap_or(0);
+                goodput_cv(
+                    &self
+                        .dir
+                        .join(format!("rep-{n}"))
+                        .join(format!("flow-{i}"))
+                        .join("client.json"),
+                )
+            }),
+            "completion_s" => completion_s(flows),
+            _ => return None,
+        })
+    }
+}
+
+/// A number of a JSON record; NaN when missing.
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// A link metric of repetition `r` (but `queue_pkts`, from the samples);
+/// `None` for a metric that is not one.
+fn link_value(metric: &str, r: &Value) -> Option<f64> {
+    let b = &r["bottleneck"];
+    Some(match metric {
+        "drops" => num(&b["drops"]),
+        "utilization" => 100.0 * num(&b["utilization"]),
+        "queue_delay_ms" => num(&b["queue_delay_ms_mean"]),
+        "loss_rate" => 100.0 * b["loss_rate"].as_f64().unwrap_or(0.0),
+        "delivery_ratio" => 100.0 * (1.0 - b["loss_rate"].as_f64().unwrap_or(0.0)),
+        "jain" => num(&r["jain_fairness"]),
+        _ => return None,
+    })
+}
+
+/// The longest transfer time of sized flows; NaN if one did not finish.
+fn completion_s(flows: &[&Value]) -> f64 {
+    flows
+        .iter()
+        .map(|f| {
+            let g = num(&f["goodput_bps"]);
+            if f["complete"].as_bool() == Some(true) && g > 0.0 {
+                num(&f["bytes"]) * 8.0 / g
+            } else {
+                f64::NAN
+            }
+        })
+        .fold(f64::NEG_INFINITY, |a, b| {
+            if b.is_nan() || a.is_nan() {
+                f64::NAN
+            } else {
+                a.max(b)
+            }
+        })
 }
 
 fn is_flow_metric(m: &str) -> bool {
@@ -310,7 +346,7 @@ mod tests {
         assert_eq!(d.values("rtt_ms", None).unwrap(), vec![60.0]);
         assert_eq!(d.values("completion_s", Some("#0")).unwrap(), vec![2.0]);
         assert!(d.values("completion_s", None).unwrap()[0].is_nan());
-        assert!(d.values("data_mb", Some("cubic")).is_err());
+        assert!(d.values("data_mb", Some("absent")).is_err());
         assert!(d.values("nonsense", None).is_err());
     }
 }

@@ -1,16 +1,16 @@
-//! What a reproduction shows: the redrawn figures (SVG), `REPRODUCTION.md`
-//! and the one-screen terminal summary.
+//! The redrawn figures of a reproduction (SVG): one line per series
+//! label, in the same colour in every figure of the paper.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::expr::{fmt_stat, sig3, Stat};
+use super::expr::Stat;
 use super::manifest::{Experiment, Figure, Manifest, Selector};
 use super::metrics::{bottleneck_signal, selects, RunData};
-use super::{JobView, PaperResult};
+use super::JobView;
 
 /// A line: label, points, and 95% half-widths (metric figures).
 type Line = (String, Vec<(f64, f64)>, Vec<f64>);
@@ -99,7 +99,7 @@ fn axes_desc(m: &Manifest, f: &Figure) -> (String, String) {
 }
 
 /// The unit of a metric, for axes and tables.
-pub fn metric_unit(m: &str) -> &'static str {
+pub(super) fn metric_unit(m: &str) -> &'static str {
     match m {
         "drops" => "drops (packets)",
         "utilization" => "utilization (%)",
@@ -268,6 +268,33 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
     }
 }
 
+/// The x range (padded by 5% when points carry error bars) and the
+/// largest y (with its error bar) of `lines`.
+fn bounds(lines: &[Line]) -> (std::ops::Range<f64>, f64) {
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for (_, pts, ci) in lines {
+        for (k, &(x, y)) in pts.iter().enumerate() {
+            if x.is_finite() && y.is_finite() {
+                x0 = x0.min(x);
+                x1 = x1.max(x);
+                y1 = y1.max(y + ci.get(k).copied().unwrap_or(0.0));
+            }
+        }
+    }
+    if x0 > x1 {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 - x0 < 1e-9 {
+        x1 = x0 + 1.0;
+    }
+    let pad = if lines.iter().any(|l| !l.2.is_empty()) {
+        (x1 - x0) * 0.05
+    } else {
+        0.0
+    };
+    ((x0 - pad)..(x1 + pad), y1)
+}
+
 fn chart(
     title: &str,
     xd: &str,
@@ -281,33 +308,13 @@ fn chart(
         let root = SVGBackend::with_string(&mut svg, (760, 380)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let (plot, legend) = root.split_horizontally(620);
-        let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
-        for (_, pts, ci) in lines {
-            for (k, &(x, y)) in pts.iter().enumerate() {
-                if x.is_finite() && y.is_finite() {
-                    x0 = x0.min(x);
-                    x1 = x1.max(x);
-                    y1 = y1.max(y + ci.get(k).copied().unwrap_or(0.0));
-                }
-            }
-        }
-        if x0 > x1 {
-            (x0, x1) = (0.0, 1.0);
-        }
-        if x1 - x0 < 1e-9 {
-            x1 = x0 + 1.0;
-        }
-        let pad = if lines.iter().any(|l| !l.2.is_empty()) {
-            (x1 - x0) * 0.05
-        } else {
-            0.0
-        };
+        let (xs, y1) = bounds(lines);
         let mut c = ChartBuilder::on(&plot)
             .caption(title, ("sans-serif", 15))
             .margin(8)
             .x_label_area_size(34)
             .y_label_area_size(56)
-            .build_cartesian_2d((x0 - pad)..(x1 + pad), 0.0..(y1 * 1.08).max(1e-6))
+            .build_cartesian_2d(xs, 0.0..(y1 * 1.08).max(1e-6))
             .map_err(|e| e.to_string())?;
         c.configure_mesh()
             .x_desc(xd)
@@ -316,22 +323,7 @@ fn chart(
             .draw()
             .map_err(|e| e.to_string())?;
         for (label, pts, ci) in lines {
-            let col = colour(label);
-            c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2)))
-                .map_err(|e| e.to_string())?;
-            if !ci.is_empty() {
-                c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
-                    .map_err(|e| e.to_string())?;
-                c.draw_series(
-                    pts.iter()
-                        .zip(ci)
-                        .filter(|(_, h)| **h > 0.0)
-                        .map(|(&(x, y), h)| {
-                            PathElement::new(vec![(x, y - h), (x, y + h)], col.stroke_width(1))
-                        }),
-                )
-                .map_err(|e| e.to_string())?;
-            }
+            draw_line(&mut c, pts, ci, colour(label))?;
         }
         // The legend beside the plot, never over the data.
         for (k, (label, _, _)) in lines.iter().enumerate() {
@@ -352,214 +344,29 @@ fn chart(
     Ok(svg)
 }
 
-fn paper_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Null => "–".into(),
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Object(o) => o
-            .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{k} {}",
-                    v.as_f64().map(sig3).unwrap_or_else(|| v.to_string())
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
-        other => other.to_string(),
+/// One series: its line, and with half-widths `ci` a dot and an error
+/// bar at each point.
+fn draw_line<DB: DrawingBackend>(
+    c: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    pts: &[(f64, f64)],
+    ci: &[f64],
+    col: RGBColor,
+) -> Result<(), String> {
+    c.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2)))
+        .map_err(|e| e.to_string())?;
+    if ci.is_empty() {
+        return Ok(());
     }
-}
-
-fn ours_text(c: &super::ClaimResult) -> String {
-    if c.ours.is_empty() {
-        return "–".into();
-    }
-    let mut by_at: Vec<(Option<String>, Vec<String>)> = Vec::new();
-    for m in &c.ours {
-        let s = format!("{} {}", m.label, fmt_stat(&m.stat));
-        match by_at.iter_mut().find(|(a, _)| *a == m.at) {
-            Some((_, v)) => v.push(s),
-            None => by_at.push((m.at.clone(), vec![s])),
-        }
-    }
-    by_at
-        .into_iter()
-        .map(|(at, v)| match at {
-            Some(a) => format!("[{a}] {}", v.join(", ")),
-            None => v.join(", "),
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// `REPRODUCTION.md` for one paper.
-pub fn markdown(m: &Manifest, r: &PaperResult, jobs: &JobView<'_>) -> String {
-    let mut s = String::new();
-    let (p, f, na) = r.counts();
-    let _ = writeln!(s, "# Reproduction: {}\n", r.title);
-    let _ = writeln!(
-        s,
-        "Paper: `seeds/{}`. Reproduced with `cclab reproduce {}{}` on the `{}` link: {} run(s), {} of them by this invocation (the rest reused from an earlier one), which took {:.0} s of wall time{}.\n",
-        r.seed,
-        r.paper,
-        if r.quick { " --quick" } else { "" },
-        r.backend,
-        r.runs,
-        r.ran,
-        r.wall_s,
-        if r.quick { "; **quick mode: fewer repetitions and shorter runs than the paper's, so treat verdicts as indicative**" } else { "" }
-    );
-    let _ = writeln!(
-        s,
-        "**{} claims: {p} PASS, {f} FAIL, {na} N/A.** A verdict is the directional test on the means over repetitions; \"(n.s.)\" marks an outcome within the repetitions' 95% confidence intervals. Values are mean ± 95% CI half-width.\n",
-        r.claims.len()
-    );
-    if r.interrupted {
-        let _ = writeln!(s, "**Interrupted**: some runs did not finish; their claims FAIL with \"no measurement\".\n");
-    }
-    if !r.failed.is_empty() {
-        let _ = writeln!(s, "Failed runs: {}\n", r.failed.join("; "));
-    }
-    let _ = writeln!(s, "## Claims\n");
-    let _ = writeln!(
-        s,
-        "| id | source | claim | metric | paper | ours | test | verdict |"
-    );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
-    for c in &r.claims {
-        let v = match (c.verdict.as_str(), c.significant) {
-            ("PASS", false) | ("FAIL", false) if c.test.is_some() && !c.ours.is_empty() => {
-                format!("{} (n.s.)", c.verdict)
-            }
-            (v, _) => v.to_string(),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | **{}** |",
-            cell(&c.id),
-            cell(&c.source),
-            cell(&c.statement),
-            c.metric.as_deref().map(metric_unit).unwrap_or("–"),
-            cell(&paper_text(&c.paper)),
-            cell(&ours_text(c)),
-            cell(&match (&c.test, &c.over) {
-                (Some(t), Some(o))
-                    if t.starts_with("increasing") || t.starts_with("decreasing") =>
-                {
-                    format!("`{t}` along {o}")
-                }
-                (Some(t), Some(o)) => format!("`{t}` at each {o}"),
-                (Some(t), None) => format!("`{t}`"),
-                _ => "–".into(),
+    c.draw_series(pts.iter().map(|&p| Circle::new(p, 3, col.filled())))
+        .map_err(|e| e.to_string())?;
+    c.draw_series(
+        pts.iter()
+            .zip(ci)
+            .filter(|(_, h)| **h > 0.0)
+            .map(|(&(x, y), h)| {
+                PathElement::new(vec![(x, y - h), (x, y + h)], col.stroke_width(1))
             }),
-            v
-        );
-    }
-    let _ = writeln!(s, "\n## Verdicts explained\n");
-    for c in &r.claims {
-        let _ = write!(s, "- **{}** {}: ", c.id, c.verdict);
-        match c.verdict.as_str() {
-            "N/A" => {
-                let _ = write!(s, "{}", c.reason.as_deref().unwrap_or(""));
-            }
-            _ => {
-                let _ = write!(s, "{}.", c.detail);
-                if c.verdict == "FAIL" {
-                    if let Some(why) = &c.reason {
-                        let _ = write!(s, " Likely reason: {why}");
-                    }
-                }
-            }
-        }
-        if let Some(n) = &c.note {
-            let _ = write!(s, " ({n})");
-        }
-        let _ = writeln!(s);
-    }
-    if !m.figures.is_empty() {
-        let _ = writeln!(s, "\n## Figures, redrawn from our runs\n");
-        for fig in &m.figures {
-            let name = format!("fig-{}.svg", fig.id);
-            let _ = writeln!(s, "### {} — {}\n", fig.source, fig.experiment);
-            let _ = writeln!(s, "The paper: {}\n", fig.paper_says);
-            if r.figures.contains(&name) {
-                let _ = writeln!(s, "![{}]({name})\n", fig.source);
-            } else {
-                let _ = writeln!(s, "(not drawn: no data, or no font for plot labels)\n");
-            }
-        }
-    }
-    let _ = writeln!(s, "## Experiments\n");
-    for (ei, e) in m.experiments.iter().enumerate() {
-        let pts: Vec<String> = jobs
-            .iter()
-            .filter(|(x, _, _)| *x == ei)
-            .map(|(_, p, _)| p.dir_name())
-            .collect();
-        let _ = writeln!(
-            s,
-            "- `{}` ({}): scenario `{}`, {} point(s): {}",
-            e.id,
-            e.source,
-            e.scenario,
-            pts.len(),
-            pts.join(", ")
-        );
-    }
-    if !m.notes.is_empty() {
-        let _ = writeln!(s, "\n## Choices where the paper is silent or ambiguous\n");
-        for n in &m.notes {
-            let _ = writeln!(s, "- {n}");
-        }
-    }
-    s
-}
-
-/// The one-screen summary of a paper.
-pub fn terminal(r: &PaperResult) -> String {
-    let mut s = String::new();
-    let (p, f, na) = r.counts();
-    let _ = writeln!(
-        s,
-        "{}: {} ({}{}, {} runs, {:.0} s): {p} PASS, {f} FAIL, {na} N/A",
-        r.paper,
-        r.title,
-        r.backend,
-        if r.quick { ", quick" } else { "" },
-        r.runs,
-        r.wall_s
-    );
-    for c in &r.claims {
-        let what = match c.verdict.as_str() {
-            "N/A" => c.reason.clone().unwrap_or_default(),
-            _ => c.detail.clone(),
-        };
-        let mut what: String = what.chars().take(110).collect();
-        if what.len() < c.detail.len() && c.verdict != "N/A" {
-            what.push('…');
-        }
-        let _ = writeln!(
-            s,
-            "  {:<4}{} {:<14} {:<12} {}",
-            c.verdict,
-            if c.verdict != "N/A" && !c.significant {
-                "*"
-            } else {
-                " "
-            },
-            c.id,
-            c.source.chars().take(12).collect::<String>(),
-            what
-        );
-    }
-    let _ = writeln!(
-        s,
-        "  (* within noise)  → {}",
-        r.dir.join("REPRODUCTION.md").display()
-    );
-    s
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(())
 }

@@ -1,0 +1,264 @@
+//! `cclab run`: the scenario (a file, the flags on top) goes to
+//! [`harness::run::run`], which writes the result directory; then the
+//! summary table (or summary.json).
+
+use std::path::{Path, PathBuf};
+
+use harness::cli::LinkArgs;
+use harness::run::{RunConfig, RunError, RunSummary};
+use harness::scenario::Scenario;
+
+use crate::common::{
+    bad_input, bin_dir, default_out, qlog_level, resolve_backend, stop_flag, QLOG_DEFAULT,
+};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// A scenario file (TOML); without one, the flags build the scenario.
+    scenario: Option<PathBuf>,
+    /// Result directory (default results/<name>-<time>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// An algorithm spec; repeat for several flows (replaces the file's flows).
+    #[arg(long = "cc")]
+    cc: Vec<String>,
+    /// Flows of each --cc.
+    #[arg(long)]
+    flows: Option<u32>,
+    /// How long each repetition runs (e.g. 30s).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Repetitions.
+    #[arg(long)]
+    repetitions: Option<u32>,
+    #[command(flatten)]
+    link: LinkArgs,
+    /// Skip emu's per-packet log (samples are still written).
+    #[arg(long)]
+    no_packet_log: bool,
+    /// How much qlog both ends write: off, metrics (recovery metrics and
+    /// losses, no per-packet events: cwnd/RTT statistics at a fraction of
+    /// the size), core or its alias packets (packets sent, received and
+    /// lost, recovery metrics: what `qlog-analysis`, `report` and qvis
+    /// need), base (+ stream data and congestion-state changes) or extra
+    /// (everything quiche logs). Files are zstd-compressed (.sqlog.zst);
+    /// CCLAB_QLOG_COMPRESS=0 in the environment writes plain .sqlog.
+    #[arg(long, default_value = QLOG_DEFAULT)]
+    qlog_level: String,
+    /// Run this command in a throwaway Linux guest (see `cclab vm`), for
+    /// --link netem on a host whose kernel has no netem: `--vm` (user-mode
+    /// Linux) or `--vm=qemu`.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "uml", value_name = "KIND")]
+    vm: Option<String>,
+    /// Print summary.json on standard output.
+    #[arg(long)]
+    json: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `cclab run`.
+pub fn run(a: RunArgs) -> anyhow::Result<i32> {
+    if let Some(kind) = &a.vm {
+        if std::env::var_os("CCLAB_IN_VM").is_none() {
+            return crate::vm::rerun_in_vm(kind, a.quiet);
+        }
+    }
+    let sc = build_scenario(&a);
+    let backend = resolve_backend(&sc.link);
+    let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));
+    refuse_complete(&out);
+    let stop = stop_flag()?;
+    let cfg = RunConfig {
+        out: out.clone(),
+        bin_dir: bin_dir(),
+        backend,
+        quiet: a.quiet,
+        stop,
+        threads: 0,
+        qlog_level: qlog_level(&a.qlog_level),
+        per_packet_log: !a.no_packet_log,
+    };
+    match harness::run::run(&sc, &cfg) {
+        Ok(s) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else if !a.quiet {
+                print_summary(&s);
+                println!("  results: {}", out.display());
+            }
+            Ok(0)
+        }
+        Err(RunError::Interrupted) => {
+            eprintln!(
+                "cclab: interrupted; partial results in {} (status: interrupted)",
+                out.display()
+            );
+            Ok(130)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A complete run is never overwritten (an incomplete one is resumed).
+fn refuse_complete(out: &Path) {
+    if let Ok(s) = std::fs::read_to_string(out.join("status.json")) {
+        if s.contains("\"complete\"") {
+            bad_input(format!(
+                "--out: {} already holds a complete run",
+                out.display()
+            ));
+        }
+    }
+}
+
+/// The scenario file (or the defaults), its flows replaced by --cc and
+/// --flows, the other flags applied as overrides.
+fn build_scenario(a: &RunArgs) -> Scenario {
+    let sc = match &a.scenario {
+        Some(p) => Scenario::load(p).unwrap_or_else(|e| bad_input(e)),
+        None => Scenario {
+            name: "cli".into(),
+            ..Scenario::default()
+        },
+    };
+    let o = overrides(a);
+    if a.link.link_file.is_some() {
+        bad_input("--link-file is for `cclab emu` and `cclab link show`; give `cclab run` a scenario file with a [link] table");
+    }
+    let sc = if !a.cc.is_empty() || a.flows.is_some() {
+        with_flows(sc, &a.cc, a.flows.unwrap_or(1))
+    } else {
+        sc
+    };
+    if o.is_empty() {
+        return sc;
+    }
+    sc.with_overrides(&o, "command line")
+        .unwrap_or_else(|e| bad_input(e))
+}
+
+/// The scenario keys the flags set, e.g. (`link.rate`, "20mbit").
+fn overrides(a: &RunArgs) -> Vec<(String, toml::Value)> {
+    let mut o = link_overrides(&a.link);
+    if let Some(d) = &a.duration {
+        o.push(("duration".into(), toml::Value::String(d.clone())));
+    }
+    if let Some(r) = a.repetitions {
+        o.push(("repetitions".into(), toml::Value::Integer(r as i64)));
+    }
+    if let Some(s) = &a.link.seed {
+        let s: i64 = s
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v| *v >= 0)
+            .unwrap_or_else(|| bad_input(format!("--seed: `{s}` is not a non-negative integer")));
+        o.push(("seed".into(), toml::Value::Integer(s)));
+        o.push(("link.seed".into(), toml::Value::Integer(s)));
+    }
+    o
+}
+
+/// The `link.*` keys the link flags and --up/--down set.
+fn link_overrides(l: &LinkArgs) -> Vec<(String, toml::Value)> {
+    let mut o = Vec::new();
+    for (k, v) in l.fields() {
+        if let Some(v) = v {
+            o.push((format!("link.{k}"), toml::Value::String(v.clone())));
+        }
+    }
+    for (dir, items) in [("up", &l.up), ("down", &l.down)] {
+        for item in items {
+            let Some((k, v)) = item.split_once('=') else {
+                bad_input(format!(
+                    "--{dir}: `{item}` is not KEY=VALUE, e.g. --{dir} rate=5mbit"
+                ));
+            };
+            o.push((
+                format!("link.{dir}.{}", k.trim()),
+                toml::Value::String(v.trim().into()),
+            ));
+        }
+    }
+    o
+}
+
+/// The scenario with `count` flows of each of `cc` (without --cc, of the
+/// first flow's algorithm) instead of its own.
+fn with_flows(sc: Scenario, cc: &[String], count: u32) -> Scenario {
+    let ccs = if cc.is_empty() {
+        vec![sc.flows[0].cc.clone()]
+    } else {
+        cc.to_vec()
+    };
+    if count == 0 || count > 200 {
+        bad_input(format!("--flows: {count} is not from 1 to 200"));
+    }
+    let mut t = sc.to_toml();
+    let flows: Vec<toml::Value> = ccs
+        .iter()
+        .map(|cc| {
+            let mut f = toml::Table::new();
+            f.insert("cc".into(), cc.clone().into());
+            f.insert("count".into(), toml::Value::Integer(count as i64));
+            toml::Value::Table(f)
+        })
+        .collect();
+    t.insert("flows".into(), toml::Value::Array(flows));
+    Scenario::parse(
+        &toml::to_string(&t).unwrap_or_default(),
+        "command line",
+        Path::new("."),
+    )
+    .unwrap_or_else(|e| bad_input(e))
+}
+
+/// The summary table: one line per flow, then the bottleneck's.
+fn print_summary(s: &RunSummary) {
+    println!(
+        "{} ({} backend, {:.0} Mbit/s, {:.0} ms RTT, {}): {}",
+        s.scenario,
+        s.link.backend,
+        s.link.rate_bps / 1e6,
+        s.link.rtt_ms,
+        s.link.aqm,
+        s.status
+    );
+    println!(
+        "  {:<5} {:<28} {:>14} {:>10} {:>10} {:>8} {:>6}",
+        "flow", "cc", "goodput Mbit/s", "RTT ms", "p95 ms", "lost", "done"
+    );
+    let reps = s.repetitions.len().max(1);
+    for f in &s.flows {
+        let ci = f.ci95.get("goodput_bps").copied().unwrap_or(0.0);
+        let g = if reps > 1 {
+            format!("{:.2} ±{:.2}", f.goodput_bps / 1e6, ci / 1e6)
+        } else {
+            format!("{:.2}", f.goodput_bps / 1e6)
+        };
+        println!(
+            "  {:<5} {:<28} {:>14} {:>10} {:>10} {:>8.0} {:>6}",
+            f.index,
+            f.cc,
+            g,
+            f.rtt_ms
+                .as_ref()
+                .map_or("-".into(), |r| format!("{:.1}", r.mean)),
+            f.rtt_ms
+                .as_ref()
+                .map_or("-".into(), |r| format!("{:.1}", r.p95)),
+            f.lost_packets,
+            format!("{}/{}", f.completed, reps)
+        );
+    }
+    println!(
+        "  bottleneck ({}): utilization {:.1}%, mean queueing delay {:.1} ms, {} drops; Jain's fairness {}",
+        s.bottleneck.direction,
+        s.bottleneck.utilization * 100.0,
+        s.bottleneck.queue_delay_ms_mean,
+        s.bottleneck.drops,
+        s.jain_fairness.map_or("-".into(), |j| format!("{j:.3}"))
+    );
+}

@@ -1,0 +1,365 @@
+//! How a direction's bottleneck queue is managed (drop-tail, RED, CoDel,
+//! PIE) and served (one FIFO, or fair or weighted queueing by classes).
+
+use super::units::{format_duration_ns, parse_duration_ns};
+use super::{err, key_values, LinkError};
+
+/// RED, with ns-2's parameter names and defaults (Floyd & Jacobson 1993;
+/// ns-2 `queue/red.cc`): thresholds in packets of `mean_pktsize` bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RedParams {
+    /// Minimum threshold on the average queue, packets (ns-2 `thresh_`).
+    pub min_th: f64,
+    /// Maximum threshold, packets (ns-2 `maxthresh_`).
+    pub max_th: f64,
+    /// Drop probability at `max_th` (ns-2 `1/linterm_`).
+    pub max_p: f64,
+    /// Weight of the average queue EWMA (ns-2 `q_weight_`).
+    pub wq: f64,
+    /// Gentle RED: probability rises from max_p to 1 between max_th and 2·max_th.
+    pub gentle: bool,
+    /// Packet size in bytes used for idle-time decay and thresholds (ns-2 `mean_pktsize_`).
+    pub mean_pktsize: u32,
+}
+
+impl Default for RedParams {
+    fn default() -> Self {
+        RedParams {
+            min_th: 5.0,
+            max_th: 15.0,
+            max_p: 0.1,
+            wq: 0.002,
+            gentle: true,
+            mean_pktsize: 1000,
+        }
+    }
+}
+
+/// CoDel (RFC 8289) parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CoDelParams {
+    /// Acceptable standing queue delay, ns (RFC 8289: 5 ms).
+    pub target_ns: u64,
+    /// Sliding window for the minimum sojourn time, ns (100 ms).
+    pub interval_ns: u64,
+}
+
+impl Default for CoDelParams {
+    fn default() -> Self {
+        CoDelParams {
+            target_ns: 5_000_000,
+            interval_ns: 100_000_000,
+        }
+    }
+}
+
+/// PIE, Proportional Integral controller Enhanced (RFC 8033), in the RFC's
+/// names and units, with the defaults of Linux's `pie` qdisc (which are
+/// the RFC's). How each maps to `tc qdisc ... pie`:
+///
+/// | here                | RFC 8033      | tc `pie`                                   |
+/// |---------------------|---------------|--------------------------------------------|
+/// | `target=15ms`       | `QDELAY_REF`  | `target 15ms` (kept in µs)                 |
+/// | `tupdate=15ms`      | `T_UPDATE`    | `tupdate 15ms` (the kernel rounds up to whole jiffies: 16ms at HZ=250) |
+/// | `alpha=0.125` (1/s) | `alpha`       | `alpha 2`: an integer 0..32 in units of 1/16 (`16·alpha`) |
+/// | `beta=1.25` (1/s)   | `beta`        | `beta 20`: likewise `16·beta`              |
+/// | `max_burst=150ms`   | `MAX_BURST`   | none: fixed at 150 ms in Linux             |
+/// | `bytemode=false`    | — (Linux's)   | `bytemode` when true                       |
+/// | `ecn=false`         | §5.1 ECN      | `noecn` (only false: the emulator forwards UDP payloads and cannot mark CE) |
+/// | `dq_rate_estimator=false` | §5.2 (optional) | `dq_rate_estimator` off, the kernel's default since 5.1: queueing delay from per-packet timestamps (only false here) |
+/// | (the link's `queue`)| —             | `limit` in packets (`queue` bytes / MTU)   |
+///
+/// alpha and beta must be multiples of 1/16 between 1/16 and 2, so the
+/// same value runs on both backends (tc leaves out a 0, which then means
+/// the kernel's default).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PieParams {
+    /// Target queueing delay, ns (`QDELAY_REF`, 15 ms).
+    pub target_ns: u64,
+    /// How often the drop probability is recomputed, ns (`T_UPDATE`, 15 ms).
+    pub tupdate_ns: u64,
+    /// Weight of the delay's distance from target, per second (0.125).
+    pub alpha: f64,
+    /// Weight of the delay's trend, per second (1.25).
+    pub beta: f64,
+    /// Burst allowance after a quiet period, ns (`MAX_BURST`, 150 ms).
+    pub max_burst_ns: u64,
+    /// Scale each packet's drop probability by its size over the MTU.
+    pub bytemode: bool,
+}
+
+impl PieParams {
+    /// Linux's fixed burst allowance (150 ms), which tc cannot change.
+    pub const LINUX_MAX_BURST_NS: u64 = 150_000_000;
+}
+
+impl Default for PieParams {
+    fn default() -> Self {
+        PieParams {
+            target_ns: 15_000_000,
+            tupdate_ns: 15_000_000,
+            alpha: 0.125,
+            beta: 1.25,
+            max_burst_ns: Self::LINUX_MAX_BURST_NS,
+            bytemode: false,
+        }
+    }
+}
+
+/// The bottleneck queue's management.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Aqm {
+    /// Drop arrivals when the queue is full.
+    #[default]
+    DropTail,
+    /// Random Early Detection.
+    Red(RedParams),
+    /// Controlled Delay.
+    CoDel(CoDelParams),
+    /// Proportional Integral controller Enhanced.
+    Pie(PieParams),
+}
+
+impl Aqm {
+    const ALLOWED: &'static str = "droptail, red[:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000], codel[:target=5ms,interval=100ms] or pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,bytemode=false,ecn=false,dq_rate_estimator=false]";
+
+    pub(super) fn parse(field: &str, s: &str) -> Result<Aqm, LinkError> {
+        let t = s.trim();
+        let (name, rest) = t.split_once(':').unwrap_or((t, ""));
+        match name.to_ascii_lowercase().as_str() {
+            "droptail" | "drop-tail" | "fifo" if rest.is_empty() => Ok(Aqm::DropTail),
+            "red" => Ok(Aqm::Red(RedParams::parse(field, s, rest)?)),
+            "codel" => Ok(Aqm::CoDel(CoDelParams::parse(field, s, rest)?)),
+            "pie" => Ok(Aqm::Pie(PieParams::parse(field, rest)?)),
+            _ => Err(err(field, format!("`{s}` is not one of {}", Self::ALLOWED))),
+        }
+    }
+
+    pub(super) fn to_spec(self) -> String {
+        match self {
+            Aqm::DropTail => "droptail".into(),
+            Aqm::Red(p) => format!(
+                "red:min_th={},max_th={},max_p={},wq={},gentle={},mean_pktsize={}",
+                p.min_th, p.max_th, p.max_p, p.wq, p.gentle, p.mean_pktsize
+            ),
+            Aqm::CoDel(p) => format!(
+                "codel:target={},interval={}",
+                format_duration_ns(p.target_ns),
+                format_duration_ns(p.interval_ns)
+            ),
+            Aqm::Pie(p) => format!(
+                "pie:target={},tupdate={},alpha={},beta={},max_burst={},bytemode={}",
+                format_duration_ns(p.target_ns),
+                format_duration_ns(p.tupdate_ns),
+                p.alpha,
+                p.beta,
+                format_duration_ns(p.max_burst_ns),
+                p.bytemode
+            ),
+        }
+    }
+
+    /// The name alone (`droptail`, `red`, `codel`, `pie`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Aqm::DropTail => "droptail",
+            Aqm::Red(_) => "red",
+            Aqm::CoDel(_) => "codel",
+            Aqm::Pie(_) => "pie",
+        }
+    }
+}
+
+impl PieParams {
+    /// Parses the `k=v,...` after `pie:` (`field` names the field in errors).
+    fn parse(field: &str, rest: &str) -> Result<PieParams, LinkError> {
+        let mut p = PieParams::default();
+        let keys = [
+            "target",
+            "tupdate",
+            "alpha",
+            "beta",
+            "max_burst",
+            "bytemode",
+            "ecn",
+            "dq_rate_estimator",
+        ];
+        for (k, v) in key_values(field, rest, &keys)? {
+            let flag = || -> Result<bool, LinkError> {
+                match v.to_ascii_lowercase().as_str() {
+                    "true" | "1" => Ok(true),
+                    "false" | "0" => Ok(false),
+                    _ => Err(err(field, format!("`{k}={v}`: {k} must be true or false"))),
+                }
+            };
+            // Times go to tc in whole microseconds.
+            let time = |lo: u64, lo_text: &str| -> Result<u64, LinkError> {
+                parse_duration_ns(&v)
+                    .filter(|&d| (lo..=10_000_000_000).contains(&d) && d % 1000 == 0)
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a time from {lo_text} to 10s in whole microseconds, such as 15ms"),
+                        )
+                    })
+            };
+            // tc takes alpha and beta as integers 1..32 in units of 1/16.
+            let gain = || -> Result<f64, LinkError> {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| {
+                        let sixteenths = x * 16.0;
+                        (1.0..=32.0).contains(&sixteenths)
+                            && (sixteenths - sixteenths.round()).abs() < 1e-9
+                    })
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a multiple of 1/16 (0.0625) from 0.0625 to 2, such as 0.125 or 1.25 (tc's pie takes 16·{k} as an integer 1..32)"),
+                        )
+                    })
+            };
+            match k.as_str() {
+                "target" => p.target_ns = time(1000, "1us")?,
+                "tupdate" => p.tupdate_ns = time(1_000_000, "1ms")?,
+                "max_burst" => p.max_burst_ns = time(0, "0ms")?,
+                "alpha" => p.alpha = gain()?,
+                "beta" => p.beta = gain()?,
+                "bytemode" => p.bytemode = flag()?,
+                "ecn" => {
+                    if flag()? {
+                        return Err(err(field, "`ecn=true`: ECN marking is not supported (the emulator forwards UDP payloads and cannot set CE); ecn must be false"));
+                    }
+                }
+                _ => {
+                    if flag()? {
+                        return Err(err(field, "`dq_rate_estimator=true`: only the timestamp (sojourn time) delay estimate is implemented, Linux's default; dq_rate_estimator must be false"));
+                    }
+                }
+            }
+        }
+        Ok(p)
+    }
+}
+
+impl RedParams {
+    /// Parses the `k=v,...` after `red:`; `s` is the whole spec, for errors.
+    fn parse(field: &str, s: &str, rest: &str) -> Result<RedParams, LinkError> {
+        let mut p = RedParams::default();
+        let keys = ["min_th", "max_th", "max_p", "wq", "gentle", "mean_pktsize"];
+        for (k, v) in key_values(field, rest, &keys)? {
+            let num = || -> Result<f64, LinkError> {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a non-negative number"),
+                        )
+                    })
+            };
+            match k.as_str() {
+                "min_th" => p.min_th = num()?,
+                "max_th" => p.max_th = num()?,
+                "max_p" => p.max_p = num()?,
+                "wq" => p.wq = num()?,
+                "mean_pktsize" => p.mean_pktsize = num()?.round() as u32,
+                _ => {
+                    p.gentle = match v.as_str() {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(err(
+                                field,
+                                format!("`gentle={v}`: gentle must be true or false"),
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        if p.max_th <= p.min_th || p.min_th <= 0.0 {
+            return Err(err(
+                field,
+                format!(
+                    "`{s}`: RED needs 0 < min_th < max_th (packets), got min_th={} max_th={}",
+                    p.min_th, p.max_th
+                ),
+            ));
+        }
+        if !(p.max_p > 0.0 && p.max_p <= 1.0 && p.wq > 0.0 && p.wq < 1.0) {
+            return Err(err(
+                field,
+                format!("`{s}`: RED needs 0 < max_p <= 1 and 0 < wq < 1"),
+            ));
+        }
+        if !(64..=65535).contains(&p.mean_pktsize) {
+            return Err(err(
+                field,
+                format!("`{s}`: mean_pktsize must be 64..65535 bytes"),
+            ));
+        }
+        Ok(p)
+    }
+}
+
+impl CoDelParams {
+    /// Parses the `k=v,...` after `codel:`; `s` is the whole spec, for errors.
+    fn parse(field: &str, s: &str, rest: &str) -> Result<CoDelParams, LinkError> {
+        let mut p = CoDelParams::default();
+        for (k, v) in key_values(field, rest, &["target", "interval"])? {
+            let d = parse_duration_ns(&v).filter(|&d| d > 0).ok_or_else(|| {
+                err(
+                    field,
+                    format!("`{k}={v}`: {k} must be a positive time such as 5ms"),
+                )
+            })?;
+            if k == "target" {
+                p.target_ns = d
+            } else {
+                p.interval_ns = d
+            }
+        }
+        if p.target_ns >= p.interval_ns {
+            return Err(err(field, format!("`{s}`: CoDel needs target < interval")));
+        }
+        Ok(p)
+    }
+}
+
+/// How the bottleneck queue is served: one FIFO, or deficit round robin
+/// over per-class queues (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sched {
+    /// One first-in-first-out queue.
+    #[default]
+    Fifo,
+    /// One class per flow, equal weights (fair queueing by DRR).
+    Fq,
+    /// One class per scenario flow and cross source, weighted by their
+    /// `weight` (CBWFQ-like, by DRR).
+    Wfq,
+}
+
+impl Sched {
+    const ALLOWED: &'static str = "fifo (one queue), fq (a queue per flow, equal shares) or wfq (a queue per flow and cross source, shares by their `weight`)";
+
+    pub(super) fn parse(field: &str, s: &str) -> Result<Sched, LinkError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fifo" => Ok(Sched::Fifo),
+            "fq" => Ok(Sched::Fq),
+            "wfq" => Ok(Sched::Wfq),
+            _ => Err(err(field, format!("`{s}` is not one of {}", Self::ALLOWED))),
+        }
+    }
+
+    /// The name users write.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sched::Fifo => "fifo",
+            Sched::Fq => "fq",
+            Sched::Wfq => "wfq",
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Link descriptions: parsing, defaults, round trips and errors.
+
+use std::path::Path;
+
+use super::*;
+
+fn parse(s: &str) -> Result<LinkSpec, LinkError> {
+    let t: toml::Table = toml::from_str(s).unwrap();
+    LinkSpec::from_toml(&t, Path::new("."), "link")
+}
+
+#[test]
+fn defaults_and_overrides() {
+    let l = parse("rate = \"10mbit\"\nrtt = \"41ms\"\nqueue = \"1bdp\"\n[up]\nrate = \"1mbit\"\ndelay = \"5ms\"").unwrap();
+    assert_eq!(l.down.rate_bps, 10e6);
+    assert_eq!(l.up.rate_bps, 1e6);
+    assert_eq!(l.down.delay_ns, 20_500_000);
+    assert_eq!(l.up.delay_ns, 5_000_000);
+    // BDP over the whole path's RTT at the direction's rate.
+    assert_eq!(l.queue_bytes(Dir::Down, 1500), 31_875);
+    assert_eq!(l.seed, 1);
+    assert_eq!(l.backend, Backend::Auto);
+    let d = LinkSpec::default();
+    assert_eq!(d.queue_bytes(Dir::Down, 1500), 100_000);
+}
+
+#[test]
+fn round_trips_through_toml() {
+    let l = parse(
+        "rate = \"20mbit\"\nrtt = \"40ms\"\nloss = \"ge:p=1%,r=30%\"\njitter = \"1ms\"\njitter_distribution = \"normal\"\naqm = \"red:min_th=10,max_th=30\"\nseed = 7\nbackend = \"emu\"\n[down]\naqm = \"codel:target=3ms\"\nqueue = \"200pkt\"\nreorder = \"1%\"\nsched = \"wfq\"",
+    )
+    .unwrap();
+    assert!(matches!(l.up.aqm, Aqm::Red(p) if p.min_th == 10.0 && p.max_th == 30.0));
+    assert!(matches!(l.down.aqm, Aqm::CoDel(p) if p.target_ns == 3_000_000));
+    assert_eq!((l.up.sched, l.down.sched), (Sched::Fifo, Sched::Wfq));
+    assert!(l.has_classes() && l.is_weighted());
+    let back = LinkSpec::from_toml(&l.to_toml(), Path::new("."), "link").unwrap();
+    assert_eq!(back, l);
+    assert!((l.up.loss.mean_rate() - 0.01 / 0.31).abs() < 1e-12);
+}
+
+#[test]
+fn pie_takes_linux_defaults_and_round_trips() {
+    let l = parse("aqm = \"pie\"").unwrap();
+    assert_eq!(l.up.aqm, Aqm::Pie(PieParams::default()));
+    assert_eq!(l.down.aqm.name(), "pie");
+    let PieParams {
+        target_ns,
+        tupdate_ns,
+        alpha,
+        beta,
+        max_burst_ns,
+        bytemode,
+    } = PieParams::default();
+    // RFC 8033 / Linux: 15 ms, 15 ms, alpha 0.125 (tc 2), beta 1.25 (tc 20), 150 ms.
+    assert_eq!(
+        (target_ns, tupdate_ns, max_burst_ns),
+        (15_000_000, 15_000_000, 150_000_000)
+    );
+    assert_eq!((alpha * 16.0, beta * 16.0, bytemode), (2.0, 20.0, false));
+    let l = parse(
+        "[up]\naqm = \"PIE:target=20ms,tupdate=30ms,alpha=0.25,beta=2,max_burst=100ms,bytemode=true,ecn=false,dq_rate_estimator=0\"",
+    )
+    .unwrap();
+    let want = PieParams {
+        target_ns: 20_000_000,
+        tupdate_ns: 30_000_000,
+        alpha: 0.25,
+        beta: 2.0,
+        max_burst_ns: 100_000_000,
+        bytemode: true,
+    };
+    assert_eq!(l.up.aqm, Aqm::Pie(want));
+    assert_eq!(l.down.aqm, Aqm::DropTail);
+    let back = LinkSpec::from_toml(&l.to_toml(), Path::new("."), "link").unwrap();
+    assert_eq!(back, l);
+    assert_eq!(
+        l.up.aqm.to_spec(),
+        "pie:target=20ms,tupdate=30ms,alpha=0.25,beta=2,max_burst=100ms,bytemode=true"
+    );
+    // Every multiple of 1/16 from 1/16 to 2 is accepted, exactly.
+    for i in 1..=32 {
+        let a = i as f64 / 16.0;
+        let l = parse(&format!("aqm = \"pie:alpha={a},beta={a}\"")).unwrap();
+        assert!(matches!(l.up.aqm, Aqm::Pie(p) if p.alpha == a && p.beta == a));
+    }
+}
+
+#[test]
+fn from_pairs_builds_the_same() {
+    let a = LinkSpec::from_pairs(
+        [
+            ("rate", "5mbit"),
+            ("rtt", "10ms"),
+            ("up.rate", "1mbit"),
+            ("seed", "3"),
+        ],
+        Path::new("."),
+    )
+    .unwrap();
+    assert_eq!((a.up.rate_bps, a.down.rate_bps, a.seed), (1e6, 5e6, 3));
+}
+
+/// Each of `cases` (`[link]` text, the field its error names, a piece of
+/// the error) fails as it says.
+fn check_errors(cases: &[(&str, &str, &str)]) {
+    for (toml_text, field, needle) in cases {
+        let e = parse(toml_text).unwrap_err();
+        assert_eq!(&e.field, field, "{toml_text}: {e}");
+        assert!(e.to_string().contains(needle), "{toml_text}: {e}");
+    }
+}
+
+#[test]
+fn errors_name_field_value_and_allowed() {
+    check_errors(&[
+        ("rate = \"fast\"", "link.rate", "fast"),
+        ("rat = \"1mbit\"", "link.rat", "allowed: backend"),
+        ("rtt = \"40\"", "link.rtt", "`40`"),
+        ("rtt = \"4ms\"\ndelay = \"2ms\"", "link.rtt", "not both"),
+        ("queue = \"100\"", "link.queue", "100pkt"),
+        ("loss = \"150%\"", "link.loss", "Gilbert-Elliott"),
+        ("loss = \"ge:p=1%\"", "link.loss", "needs both p and r"),
+        (
+            "loss = \"ge:p=1%,r=2%,q=3\"",
+            "link.loss",
+            "unknown key `q`",
+        ),
+        ("[up]\nspeed = \"1mbit\"", "link.up.speed", "allowed: rate"),
+        ("up = 3", "link.up", "table"),
+        ("backend = \"docker\"", "link.backend", "auto, emu, netem"),
+        ("seed = -1", "link.seed", "non-negative"),
+        ("rate = true", "link.rate", "boolean"),
+        (
+            "jitter_distribution = \"cauchy\"",
+            "link.jitter_distribution",
+            "paretonormal",
+        ),
+        (
+            "trace = \"/nonexistent.trace\"",
+            "link.trace",
+            "cannot read",
+        ),
+        ("rate = \"1mbit\"\ntrace = \"x\"", "link.trace", "not both"),
+    ]);
+}
+
+#[test]
+fn queue_management_errors_name_field_value_and_allowed() {
+    check_errors(&[
+        ("aqm = \"blue\"", "link.aqm", "droptail, red"),
+        ("aqm = \"blue\"", "link.aqm", "pie[:target=15ms"),
+        (
+            "aqm = \"pie:alpha=0.1\"",
+            "link.aqm",
+            "alpha must be a multiple of 1/16",
+        ),
+        ("aqm = \"pie:beta=3\"", "link.aqm", "from 0.0625 to 2"),
+        ("aqm = \"pie:alpha=0\"", "link.aqm", "`alpha=0`"),
+        (
+            "aqm = \"pie:target=0ms\"",
+            "link.aqm",
+            "target must be a time from 1us",
+        ),
+        (
+            "aqm = \"pie:target=1500ns\"",
+            "link.aqm",
+            "whole microseconds",
+        ),
+        (
+            "aqm = \"pie:tupdate=100us\"",
+            "link.aqm",
+            "tupdate must be a time from 1ms",
+        ),
+        ("aqm = \"pie:ecn=true\"", "link.aqm", "ecn must be false"),
+        (
+            "aqm = \"pie:ecn=maybe\"",
+            "link.aqm",
+            "ecn must be true or false",
+        ),
+        (
+            "aqm = \"pie:dq_rate_estimator=true\"",
+            "link.aqm",
+            "dq_rate_estimator must be false",
+        ),
+        ("aqm = \"pie:limit=100\"", "link.aqm", "unknown key `limit`"),
+        (
+            "[down]\naqm = \"pie:bytemode=yes\"",
+            "link.down.aqm",
+            "bytemode must be true or false",
+        ),
+        ("sched = \"cbq\"", "link.sched", "fifo (one queue), fq"),
+        ("[down]\nsched = \"sfq\"", "link.down.sched", "wfq"),
+        (
+            "aqm = \"red:min_th=20,max_th=10\"",
+            "link.aqm",
+            "min_th < max_th",
+        ),
+        (
+            "aqm = \"codel:target=200ms\"",
+            "link.aqm",
+            "target < interval",
+        ),
+    ]);
+}

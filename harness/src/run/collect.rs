@@ -1,0 +1,311 @@
+//! The results of one repetition from the files every backend writes
+//! alike: per flow `client.json` and both ends' qlog, and the bottleneck's
+//! counters and `bottleneck-samples.jsonl`.
+
+use std::path::{Path, PathBuf};
+
+use super::results::{BottleneckResult, FlowResult, RepResult, RttMs};
+use crate::bottleneck;
+use crate::emu::Counters;
+use crate::link::Dir;
+use crate::scenario::{Direction, FlowSpec, Scenario};
+
+/// A flow whose client has ended; its directory holds `client.json` and
+/// both ends' qlog.
+pub struct EndedFlow {
+    /// Flow index.
+    pub flow: usize,
+    /// `rep-N/flow-K`.
+    pub dir: PathBuf,
+    /// Still running at the deadline, and stopped.
+    pub killed: bool,
+}
+
+/// What a backend hands over of one ended repetition, besides its files.
+pub(super) struct RepEnd {
+    /// The link's seed.
+    pub seed: u64,
+    /// Every flow, ended.
+    pub ended: Vec<EndedFlow>,
+    /// The link's counters, up and down (none for netem).
+    pub counters: Option<[Counters; 2]>,
+    /// When the last flow ended, s since the start.
+    pub active_s: f64,
+    /// Cross traffic: bytes sent and received per source.
+    pub cross: Vec<(u64, u64)>,
+    /// Seconds spent setting up and tearing down.
+    pub overhead_s: f64,
+    /// The emulator thread's CPU seconds and the seconds it ran.
+    pub emu_cpu: Option<(f64, f64)>,
+}
+
+/// [`collect_rep`] with what the backend measured itself.
+pub(super) fn rep_result(sc: &Scenario, rep: u32, dir: &Path, end: RepEnd) -> RepResult {
+    let mut r = collect_rep(
+        sc,
+        rep,
+        end.seed,
+        dir,
+        &end.ended,
+        end.counters.as_ref(),
+        end.active_s,
+    );
+    r.cross = end.cross;
+    r.overhead_s = end.overhead_s;
+    r.emu_cpu = end.emu_cpu;
+    r
+}
+
+/// The results of one repetition from its files: per flow from
+/// `client.json` and the qlogs, the bottleneck from the link's counters
+/// (up, down; none for netem) and `bottleneck-samples.jsonl`. Shared by
+/// every backend. `active_s` is when the last flow ended.
+pub fn collect_rep(
+    sc: &Scenario,
+    rep: u32,
+    seed: u64,
+    dir: &Path,
+    ended: &[EndedFlow],
+    counters: Option<&[Counters; 2]>,
+    active_s: f64,
+) -> RepResult {
+    // Each flow as it ran in this repetition: its jittered start.
+    let flows = sc.rep_flows(seed);
+    let mut results: Vec<FlowResult> = ended
+        .iter()
+        .map(|c| {
+            let (g, f) = &flows[c.flow];
+            flow_result(c, *g, f, dir)
+        })
+        .collect();
+    results.sort_by_key(|r| r.index);
+    let b = bottleneck_result(sc, &flows, dir, counters, active_s);
+    let g: Vec<f64> = results.iter().map(|r| r.goodput_bps).collect();
+    let jain = qlog_analysis::summary::jain(&g);
+    RepResult {
+        rep,
+        seed,
+        flows: results,
+        bottleneck: b,
+        jain_fairness: jain,
+        ..RepResult::default()
+    }
+}
+
+/// One flow's results: the client's report, then both ends' qlog.
+fn flow_result(c: &EndedFlow, group: usize, f: &FlowSpec, dir: &Path) -> FlowResult {
+    let report: serde_json::Value = std::fs::read(c.dir.join("client.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    let mut r = FlowResult {
+        index: c.flow,
+        group,
+        cc: f.cc.clone(),
+        direction: f.direction.as_str().into(),
+        start_s: f.start_ns as f64 / 1e9,
+        complete: report["complete"].as_bool().unwrap_or(false),
+        bytes: report["bytes"].as_u64().unwrap_or(0),
+        goodput_bps: report["goodput_bps"].as_f64().unwrap_or(0.0),
+        error: client_error(&report, &c.dir),
+        ..FlowResult::default()
+    };
+    // A client stopped at the deadline closes its connection and
+    // reports "interrupted" (as on Ctrl-C); say why it was stopped.
+    if c.killed && r.error.as_deref().is_none_or(|e| e == "interrupted") {
+        r.error = Some("still running at the deadline; stopped".into());
+    }
+    add_qlog_figures(&mut r, f.direction, &c.dir, dir);
+    r
+}
+
+/// The client's error: its report's, or without a report its stderr.
+fn client_error(report: &serde_json::Value, flow_dir: &Path) -> Option<String> {
+    report["error"].as_str().map(str::to_string).or_else(|| {
+        if report.is_null() {
+            Some(
+                std::fs::read_to_string(flow_dir.join("client.stderr"))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+            )
+        } else {
+            None
+        }
+    })
+}
+
+/// The first file in `listing` whose name starts with `prefix`.
+fn first_named(listing: &[PathBuf], prefix: &str) -> Option<PathBuf> {
+    listing
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .cloned()
+}
+
+/// The sender's and the receiver's qlog in a flow's directory.
+fn sender_and_receiver_qlog(
+    flow_dir: &Path,
+    direction: Direction,
+) -> (Option<PathBuf>, Option<PathBuf>) {
+    let mut listing: Vec<PathBuf> = std::fs::read_dir(flow_dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    listing.sort();
+    let client_qlog = first_named(&listing, "client-");
+    let server_qlog = first_named(&listing, "server-");
+    match direction {
+        Direction::Download => (server_qlog, client_qlog),
+        Direction::Upload => (client_qlog, server_qlog),
+    }
+}
+
+/// RTT, losses and cwnd from the sender's qlog, goodput and wire bytes
+/// from the receiver's; both files' paths relative to the run.
+fn add_qlog_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, rep_dir: &Path) {
+    let (sender, receiver) = sender_and_receiver_qlog(flow_dir, direction);
+    let rel = |p: &Path| {
+        p.strip_prefix(rep_dir.parent().unwrap_or(rep_dir))
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    };
+    // The two traces are read side by side: on a 60 s run at the
+    // default level they hold about 200 MB together.
+    let summarize = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .and_then(|p| qlog_analysis::summary::summarize_file(p, 0.1).ok())
+    };
+    let (fs_sender, fs_receiver) = std::thread::scope(|s| {
+        let h = s.spawn(|| summarize(&sender));
+        let rx = summarize(&receiver);
+        (h.join().ok().flatten(), rx)
+    });
+    if let Some(p) = &sender {
+        r.qlog.insert("sender".into(), rel(p));
+    }
+    if let Some(s) = fs_sender.as_ref().and_then(|fs| fs.connections.first()) {
+        r.rtt_ms = s.rtt_ms.as_ref().map(|x| RttMs {
+            min: x.min,
+            mean: x.mean,
+            p95: x.p95,
+        });
+        r.lost_packets = s.loss.packets;
+        r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
+        r.cwnd_cv = s.cwnd.as_ref().map(|c| c.cv);
+    }
+    if let Some(p) = &receiver {
+        r.qlog.insert("receiver".into(), rel(p));
+    }
+    if let Some(s) = fs_receiver.as_ref().and_then(|fs| fs.connections.first()) {
+        r.qlog_goodput_bps = s.goodput.as_ref().map(|g| g.mean_bps);
+        r.wire_bytes_received = s.wire_bytes.1;
+    }
+}
+
+/// The direction that carried the data: down unless most flows upload.
+fn data_direction(flows: &[(usize, FlowSpec)]) -> Dir {
+    let downs = flows
+        .iter()
+        .filter(|(_, f)| f.direction == Direction::Download)
+        .count();
+    if downs * 2 >= flows.len() {
+        Dir::Down
+    } else {
+        Dir::Up
+    }
+}
+
+/// The bottleneck, in the direction that carried the data.
+fn bottleneck_result(
+    sc: &Scenario,
+    flows: &[(usize, FlowSpec)],
+    dir: &Path,
+    counters: Option<&[Counters; 2]>,
+    active_s: f64,
+) -> BottleneckResult {
+    let d = data_direction(flows);
+    let mut b = BottleneckResult {
+        direction: d.as_str().into(),
+        ..BottleneckResult::default()
+    };
+    if let Some(cs) = counters {
+        from_counters(&mut b, if d == Dir::Down { &cs[1] } else { &cs[0] });
+    }
+    let first_start = flows.iter().map(|(_, f)| f.start_ns).min().unwrap_or(0) as f64 / 1e9;
+    if let Ok(samples) = bottleneck::read_samples(&dir.join("bottleneck-samples.jsonl")) {
+        if let Some(u) = utilization(&samples, d, first_start, active_s) {
+            b.utilization = u;
+        }
+        if counters.is_none() {
+            from_samples(&mut b, &samples, d, sc.link.dir(d).rate_bps);
+        }
+    }
+    b
+}
+
+/// The bottleneck's figures from the link's own counters (emu and sim).
+fn from_counters(b: &mut BottleneckResult, c: &Counters) {
+    b.drops = c.drops();
+    b.bytes = c.sent_bytes;
+    b.queue_delay_ms_mean = if c.sent_packets > 0 {
+        c.sojourn_ns_total as f64 / c.sent_packets as f64 / 1e6
+    } else {
+        0.0
+    };
+    for r in crate::emu::DropReason::ALL {
+        b.drops_by_reason
+            .insert(r.as_str().into(), c.dropped[r as usize - 1]);
+    }
+    b.loss_rate = (c.arrived_bytes > 0).then(|| c.dropped_bytes as f64 / c.arrived_bytes as f64);
+}
+
+/// Utilization while the flows were active, from the samples.
+fn utilization(
+    samples: &[bottleneck::Sample],
+    d: Dir,
+    first_start: f64,
+    active_s: f64,
+) -> Option<f64> {
+    let mut num = 0.0;
+    let mut den = 0.0;
+    for s in samples.iter().filter(|s| s.dir == d.as_str()) {
+        let t0s = s.t_s - s.interval_s;
+        // Skip the first second after the first start (handshake and
+        // slow start are part of the flows, but not of the link's
+        // steady use) only when the run is long enough to afford it.
+        let warm = if active_s - first_start > 5.0 {
+            first_start + 1.0
+        } else {
+            first_start
+        };
+        if t0s >= warm && s.t_s <= active_s {
+            num += s.utilization * s.interval_s;
+            den += s.interval_s;
+        }
+    }
+    (den > 0.0).then(|| num / den)
+}
+
+/// The bottleneck's figures from its samples alone (netem, whose qdiscs
+/// give counters, not per-packet times): bytes sent, drops, loss rate in
+/// packets (drops / (sent + drops): tc counts dropped packets, not bytes),
+/// and mean queueing delay as the backlog each sample saw, drained at the
+/// link's rate, weighted by the packets sent in its interval (the delay
+/// those packets met, as emu's per-packet sojourn mean).
+fn from_samples(b: &mut BottleneckResult, samples: &[bottleneck::Sample], d: Dir, rate_bps: f64) {
+    let mine = || samples.iter().filter(|s| s.dir == d.as_str());
+    b.drops = mine().map(|s| s.drops_total).max().unwrap_or(0);
+    b.bytes = mine().map(|s| s.sent_bytes).sum();
+    let packets: u64 = mine().map(|s| s.sent_packets).sum();
+    b.loss_rate = (packets + b.drops > 0).then(|| b.drops as f64 / (packets + b.drops) as f64);
+    if packets > 0 && rate_bps > 0.0 {
+        let weighted: f64 = mine()
+            .map(|s| s.queue_bytes as f64 * 8.0 / rate_bps * s.sent_packets as f64)
+            .sum();
+        b.queue_delay_ms_mean = weighted / packets as f64 * 1e3;
+    }
+}

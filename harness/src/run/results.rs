@@ -1,0 +1,155 @@
+//! What a run measures: per flow and bottleneck for each repetition, and
+//! the averages over repetitions that `summary.json` holds.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// RTT figures from the sender's qlog, ms.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RttMs {
+    /// Minimum.
+    pub min: f64,
+    /// Mean of the samples.
+    pub mean: f64,
+    /// 95th percentile.
+    pub p95: f64,
+}
+
+/// One flow of one repetition.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowResult {
+    /// Flow index (after expanding counts).
+    pub index: usize,
+    /// Group in the scenario's `[[flows]]`.
+    pub group: usize,
+    /// Algorithm spec.
+    pub cc: String,
+    /// download or upload.
+    pub direction: String,
+    /// Start offset, s.
+    pub start_s: f64,
+    /// Transfer completed as asked.
+    pub complete: bool,
+    /// Payload bytes moved.
+    pub bytes: u64,
+    /// Payload goodput, bit/s (client's measurement).
+    pub goodput_bps: f64,
+    /// Goodput from the receiver's qlog, bit/s.
+    pub qlog_goodput_bps: Option<f64>,
+    /// RTT from the sender's qlog.
+    pub rtt_ms: Option<RttMs>,
+    /// Packets the sender declared lost.
+    pub lost_packets: u64,
+    /// Mean cwnd of the sender, bytes.
+    pub cwnd_mean: Option<f64>,
+    /// The sender's cwnd coefficient of variation (time-weighted standard
+    /// deviation / mean), from its qlog: the window's stability.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwnd_cv: Option<f64>,
+    /// Bytes received on the wire by the data receiver (from its qlog).
+    pub wire_bytes_received: u64,
+    /// Why it did not complete.
+    pub error: Option<String>,
+    /// The sender's and receiver's qlog files (relative to the run).
+    pub qlog: BTreeMap<String, String>,
+}
+
+/// The bottleneck during one repetition, in the direction carrying data.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BottleneckResult {
+    /// `up` or `down`.
+    pub direction: String,
+    /// Sent bits / capacity while flows were active.
+    pub utilization: f64,
+    /// Packets dropped (all reasons).
+    pub drops: u64,
+    /// Mean queueing delay of the packets that crossed, ms.
+    pub queue_delay_ms_mean: f64,
+    /// Bytes that crossed the link.
+    pub bytes: u64,
+    /// Drops by reason.
+    pub drops_by_reason: BTreeMap<String, u64>,
+    /// Bytes dropped over bytes offered to the bottleneck (every reason;
+    /// emu and sim only). Unlike a per-packet rate it does not depend on
+    /// how the sender cut its data into packets.
+    pub loss_rate: Option<f64>,
+}
+
+/// One repetition.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RepResult {
+    /// 1-based.
+    pub rep: u32,
+    /// The link seed used.
+    pub seed: u64,
+    /// Flows.
+    pub flows: Vec<FlowResult>,
+    /// The bottleneck.
+    pub bottleneck: BottleneckResult,
+    /// Jain's index over the flows' goodputs.
+    pub jain_fairness: Option<f64>,
+    /// Cross traffic: bytes sent and received per source.
+    pub cross: Vec<(u64, u64)>,
+    /// Seconds spent setting up and tearing down (not moving data).
+    pub overhead_s: f64,
+    /// CPU seconds the emulator's thread used, and the seconds it ran.
+    pub emu_cpu: Option<(f64, f64)>,
+}
+
+/// A flow averaged over repetitions, with 95% confidence half-widths.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FlowSummary {
+    /// Flow index.
+    pub index: usize,
+    /// Algorithm.
+    pub cc: String,
+    /// download or upload.
+    pub direction: String,
+    /// Mean bytes.
+    pub bytes: f64,
+    /// Mean goodput, bit/s.
+    pub goodput_bps: f64,
+    /// Mean RTT figures, ms.
+    pub rtt_ms: Option<RttMs>,
+    /// Mean lost packets.
+    pub lost_packets: f64,
+    /// Repetitions in which it completed.
+    pub completed: u32,
+    /// 95% confidence half-widths (Student t) of goodput_bps, rtt mean, lost.
+    pub ci95: BTreeMap<String, f64>,
+}
+
+/// What `summary.json` holds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunSummary {
+    /// Scenario name.
+    pub scenario: String,
+    /// complete, interrupted or failed.
+    pub status: String,
+    /// The link.
+    pub link: LinkSummary,
+    /// Flows, averaged over repetitions.
+    pub flows: Vec<FlowSummary>,
+    /// The bottleneck, averaged.
+    pub bottleneck: BottleneckResult,
+    /// Jain's index, averaged.
+    pub jain_fairness: Option<f64>,
+    /// 95% half-widths of utilization, queue delay, fairness.
+    pub ci95: BTreeMap<String, f64>,
+    /// Repetitions.
+    pub repetitions: Vec<RepResult>,
+}
+
+/// The link in a summary.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LinkSummary {
+    /// emu or netem.
+    pub backend: String,
+    /// Down-direction rate, bit/s.
+    pub rate_bps: f64,
+    /// Round-trip propagation delay, ms.
+    pub rtt_ms: f64,
+    /// Queue management.
+    pub aqm: String,
+}

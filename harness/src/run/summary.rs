@@ -1,0 +1,148 @@
+//! The last step of a run: repetitions averaged into `summary.json`, with
+//! 95% confidence half-widths (Student t).
+
+use std::collections::BTreeMap;
+
+use super::results::{
+    BottleneckResult, FlowResult, FlowSummary, LinkSummary, RepResult, RttMs, RunSummary,
+};
+use crate::link::Backend;
+use crate::scenario::Scenario;
+
+/// Student-t 97.5% quantiles for 1..30 degrees of freedom.
+const T975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// Mean and 95% confidence half-width (Student t) of `xs`.
+pub fn mean_ci(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let t = if n - 1 <= 30 { T975[n - 2] } else { 1.96 };
+    (mean, t * (var / n as f64).sqrt())
+}
+
+/// [`mean_ci`] of one figure of every item.
+fn mean_ci_of<T>(items: &[T], f: impl Fn(&T) -> f64) -> (f64, f64) {
+    mean_ci(&items.iter().map(f).collect::<Vec<_>>())
+}
+
+/// Named 95% half-widths.
+fn ci95(pairs: [(&str, f64); 3]) -> BTreeMap<String, f64> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// Averages repetitions into the summary.
+pub fn summarize(
+    sc: &Scenario,
+    backend: Backend,
+    status: &str,
+    reps: Vec<RepResult>,
+) -> RunSummary {
+    let nflows = reps.first().map_or(0, |r| r.flows.len());
+    let flows = (0..nflows).map(|i| flow_summary(&reps, i)).collect();
+    let (bottleneck, uci, qci) = bottleneck_mean(&reps);
+    let js: Vec<f64> = reps.iter().filter_map(|r| r.jain_fairness).collect();
+    let (jain, jci) = mean_ci(&js);
+    RunSummary {
+        scenario: sc.name.clone(),
+        status: status.into(),
+        link: LinkSummary {
+            backend: backend.as_str().into(),
+            rate_bps: sc.link.down.rate_bps,
+            rtt_ms: sc.link.rtt_ns() as f64 / 1e6,
+            aqm: sc.link.down.aqm.name().into(),
+        },
+        flows,
+        bottleneck,
+        jain_fairness: (!js.is_empty()).then_some(jain),
+        ci95: ci95([
+            ("utilization", uci),
+            ("queue_delay_ms_mean", qci),
+            ("jain_fairness", jci),
+        ]),
+        repetitions: reps,
+    }
+}
+
+/// Flow `i` averaged over the repetitions.
+fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
+    let of = |f: &dyn Fn(&FlowResult) -> f64| -> Vec<f64> {
+        reps.iter().filter_map(|r| r.flows.get(i)).map(f).collect()
+    };
+    let (goodput, gci) = mean_ci(&of(&|f| f.goodput_bps));
+    let (bytes, _) = mean_ci(&of(&|f| f.bytes as f64));
+    let (lost, lci) = mean_ci(&of(&|f| f.lost_packets as f64));
+    let rtts: Vec<&RttMs> = reps
+        .iter()
+        .filter_map(|r| r.flows.get(i)?.rtt_ms.as_ref())
+        .collect();
+    let rtt = (!rtts.is_empty()).then(|| RttMs {
+        min: mean_ci_of(&rtts, |r| r.min).0,
+        mean: mean_ci_of(&rtts, |r| r.mean).0,
+        p95: mean_ci_of(&rtts, |r| r.p95).0,
+    });
+    let rci = mean_ci_of(&rtts, |r| r.mean).1;
+    let first = &reps[0].flows[i];
+    FlowSummary {
+        index: i,
+        cc: first.cc.clone(),
+        direction: first.direction.clone(),
+        bytes,
+        goodput_bps: goodput,
+        rtt_ms: rtt,
+        lost_packets: lost,
+        completed: reps
+            .iter()
+            .filter(|r| r.flows.get(i).is_some_and(|f| f.complete))
+            .count() as u32,
+        ci95: ci95([
+            ("goodput_bps", gci),
+            ("rtt_ms_mean", rci),
+            ("lost_packets", lci),
+        ]),
+    }
+}
+
+/// The bottleneck averaged over the repetitions, with the 95% half-widths
+/// of its utilization and queueing delay.
+fn bottleneck_mean(reps: &[RepResult]) -> (BottleneckResult, f64, f64) {
+    let (util, uci) = mean_ci_of(reps, |r| r.bottleneck.utilization);
+    let (qd, qci) = mean_ci_of(reps, |r| r.bottleneck.queue_delay_ms_mean);
+    let (drops, _) = mean_ci_of(reps, |r| r.bottleneck.drops as f64);
+    let first = reps.first().map(|r| &r.bottleneck);
+    let ls: Vec<f64> = reps.iter().filter_map(|r| r.bottleneck.loss_rate).collect();
+    let b = BottleneckResult {
+        direction: first.map(|b| b.direction.clone()).unwrap_or_default(),
+        utilization: util,
+        drops: drops.round() as u64,
+        queue_delay_ms_mean: qd,
+        bytes: mean_ci_of(reps, |r| r.bottleneck.bytes as f64).0 as u64,
+        drops_by_reason: first.map(|b| b.drops_by_reason.clone()).unwrap_or_default(),
+        loss_rate: (!ls.is_empty()).then(|| mean_ci(&ls).0),
+    };
+    (b, uci, qci)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confidence_intervals() {
+        let (m, h) = mean_ci(&[10.0, 12.0, 14.0]);
+        // sd 2, n 3: t(2) = 4.303, half-width 4.303·2/√3.
+        assert!((m - 12.0).abs() < 1e-12 && (h - 4.303 * 2.0 / 3f64.sqrt()).abs() < 1e-9);
+        assert_eq!(mean_ci(&[5.0]), (5.0, 0.0));
+        assert_eq!(mean_ci(&[]), (0.0, 0.0));
+    }
+}

@@ -1,0 +1,429 @@
+//! Scenarios: a link, flows, cross traffic, a duration, repetitions and a
+//! seed, read from TOML (`scenarios/*.toml`; `scenarios/reference.toml`
+//! documents every field) or built from command-line flags.
+//!
+//! Besides what it moves and when, a `[[flows]]` entry may say
+//!
+//! - `rate = "2mbit"`: the sending application writes the response body
+//!   (download: the server; upload: the client) no faster than this, so the
+//!   congestion controller is application-limited whenever the rate is
+//!   below its share. It travels in the request (`/bytes/N?rate=BPS`,
+//!   `/upload?rate=BPS`), so the processes of `emu` and `netem` and the
+//!   simulator's endpoints apply the same token bucket (quic-app's
+//!   `rate` module). For a packet rate: below 8 Mbit/s the body goes out
+//!   in 1000-byte writes, one packet each, so `pps = rate / 8000`.
+//! - `mtu = 1300`: the largest UDP payload, bytes, either end of this flow
+//!   sends (both ends' `max_udp_payload_size` transport parameter and
+//!   their own send limit), 1200 to 1500: QUIC (RFC 9000 §14) does not
+//!   allow UDP payloads below 1200 bytes. Without it, 1350.
+//! - `weight = 40`: the flow's weight when the link's `sched` is `wfq`
+//!   (required there, refused otherwise); `[[cross]]` entries take one too.
+//!   Each flow of a group with `count > 1` is its own class with this
+//!   weight.
+//! - `start_jitter = "1s"`: each flow of the group (each of `count`
+//!   separately) starts at `start + U[0, start_jitter)`, the offset drawn
+//!   from a generator seeded by the repetition's seed and the flow's index
+//!   ([`FlowSpec::start_in_rep`]): a repetition is reproducible, and
+//!   repetitions differ, which de-synchronises flows on a deterministic
+//!   link (drop-tail, no loss) as ns-2 studies do, so confidence intervals
+//!   over repetitions mean something. `start + start_jitter` must not pass
+//!   the scenario's end; the flow's `duration` counts from its own start.
+//!   Default 0: every repetition starts at `start` exactly. `[[cross]]`
+//!   entries take one too. sim, emu and netem apply the same offsets
+//!   ([`Scenario::rep_flows`], [`Scenario::rep_cross`]).
+//!
+//! Everything is validated before a run starts; an error names the file,
+//! the field and what is allowed.
+
+mod parse;
+mod resolved;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::link::LinkSpec;
+use parse::Ctx;
+
+pub use resolved::set_path;
+
+/// The algorithm where a scenario names none, and of a server's (tiny)
+/// sending in an upload: quiche's own default, which the registry offers
+/// under this name. The registry has no notion of a default algorithm;
+/// this is the harness's one choice of one.
+pub const DEFAULT_CC: &str = "cubic";
+
+/// A scenario field that is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file, or `command line`.
+    pub source: String,
+    /// The field's path (`flows[1].cc`).
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub problem: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.source, self.field, self.problem)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Which way a flow's data goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Server to client (the server's controller matters).
+    Download,
+    /// Client to server (the client's controller matters).
+    Upload,
+}
+
+impl Direction {
+    pub(super) fn parse(s: &str) -> Option<Direction> {
+        match s {
+            "download" | "down" => Some(Direction::Download),
+            "upload" | "up" => Some(Direction::Upload),
+            _ => None,
+        }
+    }
+    /// `download` or `upload`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Download => "download",
+            Direction::Upload => "upload",
+        }
+    }
+}
+
+/// One group of identical QUIC flows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    /// Algorithm spec (`name` or `name:key=value,...`, see `cclab list`).
+    pub cc: String,
+    /// Which way the data goes.
+    pub direction: Direction,
+    /// Start offset, ns.
+    pub start_ns: u64,
+    /// Spread of the start, ns: in each repetition each flow starts at
+    /// `start_ns + U[0, start_jitter_ns)` (0: at `start_ns` exactly).
+    pub start_jitter_ns: u64,
+    /// Bytes to move; `None`: until the flow's duration ends.
+    pub size: Option<u64>,
+    /// How long the flow runs, ns; `None`: until the scenario ends.
+    pub duration_ns: Option<u64>,
+    /// How many such flows.
+    pub count: u32,
+    /// The sending application's rate limit, bit/s (`None`: as fast as
+    /// flow and congestion control allow).
+    pub rate_bps: Option<f64>,
+    /// The largest UDP payload both ends send, bytes (`None`: quic-app's
+    /// default, 1350).
+    pub mtu: Option<u16>,
+    /// Weight of each flow's class under `sched = "wfq"`.
+    pub weight: Option<f64>,
+}
+
+impl FlowSpec {
+    /// One download of `cc` from the start to the end of the scenario.
+    pub fn download(cc: impl Into<String>) -> FlowSpec {
+        FlowSpec {
+            cc: cc.into(),
+            direction: Direction::Download,
+            start_ns: 0,
+            start_jitter_ns: 0,
+            size: None,
+            duration_ns: None,
+            count: 1,
+            rate_bps: None,
+            mtu: None,
+            weight: None,
+        }
+    }
+
+    /// The algorithm of the flow's server: the flow's own for a download;
+    /// [`DEFAULT_CC`] for the server's (tiny) sending in an upload.
+    pub fn server_cc(&self) -> &str {
+        match self.direction {
+            Direction::Download => &self.cc,
+            Direction::Upload => DEFAULT_CC,
+        }
+    }
+
+    /// Bytes to move: the size, or "unbounded" (1 TB) for a flow that
+    /// runs for a duration.
+    pub fn bytes(&self) -> u64 {
+        self.size.unwrap_or(1_000_000_000_000)
+    }
+
+    /// The HTTP path the client asks for: `/bytes/N` or `/upload`, with
+    /// `?rate=BPS` when the sending application is rate-limited.
+    pub fn request_path(&self) -> String {
+        let path = match self.direction {
+            Direction::Download => format!("/bytes/{}", self.bytes()),
+            Direction::Upload => "/upload".to_string(),
+        };
+        match self.rate_bps {
+            Some(r) => format!("{path}?rate={}", r.round() as u64),
+            None => path,
+        }
+    }
+
+    /// When flow `index` (its index after expanding counts) of this group
+    /// starts in the repetition whose seed is `seed`, ns: `start_ns` plus
+    /// an offset in `[0, start_jitter_ns)` that depends on the seed and the
+    /// index only.
+    pub fn start_in_rep(&self, seed: u64, index: usize) -> u64 {
+        self.start_ns + jitter_offset_ns(self.start_jitter_ns, seed, FLOW_JITTER_STREAM, index)
+    }
+
+    /// How long the client runs, ns, in a scenario of `scenario_ns`: its
+    /// duration, cut at the scenario's end.
+    pub fn run_ns(&self, scenario_ns: u64) -> u64 {
+        let left = scenario_ns.saturating_sub(self.start_ns);
+        self.duration_ns.map_or(left, |d| d.min(left))
+    }
+}
+
+/// Constant-bit-rate UDP cross traffic, optionally on/off.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CrossSpec {
+    /// Rate while on, bit/s.
+    pub rate_bps: f64,
+    /// Which way it goes.
+    pub direction: Direction,
+    /// Start offset, ns.
+    pub start_ns: u64,
+    /// Spread of the start, ns: in each repetition the source starts at
+    /// `start_ns + U[0, start_jitter_ns)` (0: at `start_ns` exactly).
+    pub start_jitter_ns: u64,
+    /// How long, ns; `None`: until the scenario ends.
+    pub duration_ns: Option<u64>,
+    /// On period, ns (with `off_ns`: alternate).
+    pub on_ns: Option<u64>,
+    /// Off period, ns.
+    pub off_ns: Option<u64>,
+    /// Datagram size, bytes.
+    pub packet_size: u32,
+    /// Weight of its class under `sched = "wfq"`.
+    pub weight: Option<f64>,
+}
+
+impl CrossSpec {
+    /// When source `index` starts in the repetition whose seed is `seed`,
+    /// ns: `start_ns` plus an offset in `[0, start_jitter_ns)`.
+    pub fn start_in_rep(&self, seed: u64, index: usize) -> u64 {
+        self.start_ns + jitter_offset_ns(self.start_jitter_ns, seed, CROSS_JITTER_STREAM, index)
+    }
+
+    /// Whether the source sends `since_ns` after its start (on/off periods).
+    pub fn is_on(&self, since_ns: u64) -> bool {
+        match (self.on_ns, self.off_ns) {
+            (Some(on), Some(off)) => since_ns % (on + off) < on,
+            _ => true,
+        }
+    }
+}
+
+/// Separates the start-jitter streams of flows and of cross sources from
+/// each other and from the link's.
+const FLOW_JITTER_STREAM: u64 = 0x57a7_f10e << 32;
+const CROSS_JITTER_STREAM: u64 = 0x57a7_c205 << 32;
+
+/// An offset in `[0, jitter_ns)`, ns, for entry `index` of a repetition
+/// seeded `seed`: a function of those alone (0 when `jitter_ns` is 0).
+pub fn jitter_offset_ns(jitter_ns: u64, seed: u64, stream: u64, index: usize) -> u64 {
+    if jitter_ns == 0 {
+        return 0;
+    }
+    let mut rng = crate::emu::rng::Rng::new(seed, stream | index as u64);
+    // Multiply-shift: uniform over [0, jitter_ns) without rounding up to it.
+    ((rng.next_u64() as u128 * jitter_ns as u128) >> 64) as u64
+}
+
+/// A whole scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    /// Name (for reports).
+    pub name: String,
+    /// How long each repetition runs, ns.
+    pub duration_ns: u64,
+    /// Repetitions (each with seed + i).
+    pub repetitions: u32,
+    /// Base seed.
+    pub seed: u64,
+    /// The bottleneck.
+    pub link: LinkSpec,
+    /// QUIC flows.
+    pub flows: Vec<FlowSpec>,
+    /// Cross traffic.
+    pub cross: Vec<CrossSpec>,
+}
+
+/// The smallest `mtu` a flow may have: QUIC's minimum UDP payload.
+pub const MIN_MTU: u16 = 1200;
+/// The largest `mtu` a flow may have.
+pub const MAX_MTU: u16 = 1500;
+
+impl Default for Scenario {
+    /// 20 s of one download with [`DEFAULT_CC`] on the default link.
+    fn default() -> Self {
+        Scenario {
+            name: "scenario".into(),
+            duration_ns: 20_000_000_000,
+            repetitions: 1,
+            seed: 1,
+            link: LinkSpec::default(),
+            flows: vec![FlowSpec::download(DEFAULT_CC)],
+            cross: Vec::new(),
+        }
+    }
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            source: source.clone(),
+            field: "(file)".into(),
+            problem: format!("cannot read: {e}"),
+        })?;
+        let base = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        Scenario::parse(&text, &source, &base)
+    }
+
+    /// Parses scenario TOML; `source` names it in errors, `base` resolves
+    /// relative trace paths.
+    pub fn parse(text: &str, source: &str, base: &Path) -> Result<Scenario, ScenarioError> {
+        let cx = Ctx { source };
+        let t: toml::Table = toml::from_str(text)
+            .map_err(|e| cx.err("(file)", format!("not valid TOML: {}", e.message())))?;
+        Scenario::from_table(&t, &cx, base)
+    }
+
+    /// The weight of each traffic class, as the link's `wfq` scheduler
+    /// numbers them: every flow (expanded by `count`), then every cross
+    /// source. Unweighted entries count 1.
+    pub fn class_weights(&self) -> Vec<f64> {
+        self.expanded_flows()
+            .iter()
+            .map(|(_, f)| f.weight.unwrap_or(1.0))
+            .chain(self.cross.iter().map(|c| c.weight.unwrap_or(1.0)))
+            .collect()
+    }
+
+    /// Every flow, expanded by `count`, with its group index.
+    pub fn expanded_flows(&self) -> Vec<(usize, &FlowSpec)> {
+        self.flows
+            .iter()
+            .enumerate()
+            .flat_map(|(g, f)| std::iter::repeat_n((g, f), f.count as usize))
+            .collect()
+    }
+
+    /// Every flow, expanded by `count`, with its group index, as it runs in
+    /// the repetition whose seed is `seed`: `start_ns` is the flow's own
+    /// start ([`FlowSpec::start_in_rep`]) and `start_jitter_ns` is 0. What
+    /// sim, emu and netem start, and what the results report.
+    pub fn rep_flows(&self, seed: u64) -> Vec<(usize, FlowSpec)> {
+        self.expanded_flows()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (g, f))| {
+                let mut f = f.clone();
+                f.start_ns = f.start_in_rep(seed, i);
+                f.start_jitter_ns = 0;
+                (g, f)
+            })
+            .collect()
+    }
+
+    /// The cross sources as they run in the repetition whose seed is
+    /// `seed` (each started at [`CrossSpec::start_in_rep`]).
+    pub fn rep_cross(&self, seed: u64) -> Vec<CrossSpec> {
+        self.cross
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut c = c.clone();
+                c.start_ns = c.start_in_rep(seed, i);
+                c.start_jitter_ns = 0;
+                c
+            })
+            .collect()
+    }
+
+    /// The data of the qlog `simulation:scenario` event both ends of a
+    /// run write at the start of their trace: the backend, the link as
+    /// resolved (with this repetition's seed) and the flows and cross
+    /// sources with their starts in this repetition.
+    pub fn qlog_event(&self, backend: &str, seed: u64) -> serde_json::Value {
+        let mut link = self.link.clone();
+        link.seed = seed;
+        serde_json::json!({
+            "scenario": self.name,
+            "backend": backend,
+            "seed": seed,
+            "duration_s": self.duration_ns as f64 / 1e9,
+            "link": serde_json::to_value(toml::Value::Table(link.to_toml()))
+                .unwrap_or(serde_json::Value::Null),
+            "flows": self.rep_flows(seed).iter().map(|(_, f)| {
+                let mut j = serde_json::json!({
+                    "cc": f.cc,
+                    "direction": f.direction.as_str(),
+                    "start_s": f.start_ns as f64 / 1e9,
+                    "size": f.size,
+                });
+                for (k, v) in [
+                    ("rate_bps", f.rate_bps.map(serde_json::Value::from)),
+                    ("mtu", f.mtu.map(serde_json::Value::from)),
+                    ("weight", f.weight.map(serde_json::Value::from)),
+                ] {
+                    if let Some(v) = v {
+                        j[k] = v;
+                    }
+                }
+                j
+            }).collect::<Vec<_>>(),
+            "cross": self.rep_cross(seed).iter().map(|c| {
+                let mut j = serde_json::json!({
+                    "rate_bps": c.rate_bps,
+                    "direction": c.direction.as_str(),
+                    "start_s": c.start_ns as f64 / 1e9,
+                });
+                if let Some(w) = c.weight {
+                    j["weight"] = w.into();
+                }
+                j
+            }).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Applies `key = value` overrides (dotted paths such as `link.rate`,
+    /// `flows.0.cc`, `duration`) and re-validates: the sweep's grid axes.
+    pub fn with_overrides(
+        &self,
+        overrides: &[(String, toml::Value)],
+        source: &str,
+    ) -> Result<Scenario, ScenarioError> {
+        let mut t = self.to_toml();
+        for (path, v) in overrides {
+            set_path(&mut t, path, v.clone()).map_err(|p| ScenarioError {
+                source: source.to_string(),
+                field: path.clone(),
+                problem: p,
+            })?;
+        }
+        // Overriding `link.rtt` must drop the resolved per-direction delays.
+        let cx = Ctx { source };
+        Scenario::from_table(&t, &cx, Path::new("."))
+    }
+}

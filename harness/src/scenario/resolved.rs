@@ -1,0 +1,173 @@
+//! The resolved scenario as TOML (what every run's `scenario.toml`
+//! holds), and dotted-path overrides of it (a sweep's grid axes).
+
+use cc_algorithms::units::format_rate;
+
+use super::{CrossSpec, FlowSpec, Scenario};
+use crate::link::units::{format_duration_ns, parse_duration_ns};
+
+impl Scenario {
+    /// The fully resolved scenario as TOML (written into every run).
+    pub fn to_toml(&self) -> toml::Table {
+        let mut t = toml::Table::new();
+        t.insert("name".into(), self.name.clone().into());
+        t.insert(
+            "duration".into(),
+            format_duration_ns(self.duration_ns).into(),
+        );
+        t.insert(
+            "repetitions".into(),
+            toml::Value::Integer(self.repetitions as i64),
+        );
+        t.insert("seed".into(), toml::Value::Integer(self.seed as i64));
+        t.insert("link".into(), toml::Value::Table(self.link.to_toml()));
+        let flows = self.flows.iter().map(flow_toml).collect();
+        t.insert("flows".into(), toml::Value::Array(flows));
+        if !self.cross.is_empty() {
+            let cross = self.cross.iter().map(cross_toml).collect();
+            t.insert("cross".into(), toml::Value::Array(cross));
+        }
+        t
+    }
+}
+
+/// `start`, and `start_jitter` when there is one.
+fn insert_start(t: &mut toml::Table, start_ns: u64, start_jitter_ns: u64) {
+    t.insert("start".into(), format_duration_ns(start_ns).into());
+    if start_jitter_ns > 0 {
+        t.insert(
+            "start_jitter".into(),
+            format_duration_ns(start_jitter_ns).into(),
+        );
+    }
+}
+
+/// A `[[flows]]` entry.
+fn flow_toml(f: &FlowSpec) -> toml::Value {
+    let mut ft = toml::Table::new();
+    ft.insert("cc".into(), f.cc.clone().into());
+    ft.insert("direction".into(), f.direction.as_str().into());
+    insert_start(&mut ft, f.start_ns, f.start_jitter_ns);
+    if let Some(sz) = f.size {
+        ft.insert("size".into(), format!("{sz}b").into());
+    }
+    if let Some(d) = f.duration_ns {
+        ft.insert("duration".into(), format_duration_ns(d).into());
+    }
+    ft.insert("count".into(), toml::Value::Integer(f.count as i64));
+    if let Some(r) = f.rate_bps {
+        ft.insert("rate".into(), format_rate(r).into());
+    }
+    if let Some(m) = f.mtu {
+        ft.insert("mtu".into(), toml::Value::Integer(m as i64));
+    }
+    if let Some(w) = f.weight {
+        ft.insert("weight".into(), weight_value(w));
+    }
+    toml::Value::Table(ft)
+}
+
+/// A `[[cross]]` entry.
+fn cross_toml(c: &CrossSpec) -> toml::Value {
+    let mut ct = toml::Table::new();
+    ct.insert("rate".into(), format_rate(c.rate_bps).into());
+    ct.insert("direction".into(), c.direction.as_str().into());
+    insert_start(&mut ct, c.start_ns, c.start_jitter_ns);
+    if let Some(d) = c.duration_ns {
+        ct.insert("duration".into(), format_duration_ns(d).into());
+    }
+    if let (Some(on), Some(off)) = (c.on_ns, c.off_ns) {
+        ct.insert("on".into(), format_duration_ns(on).into());
+        ct.insert("off".into(), format_duration_ns(off).into());
+    }
+    ct.insert(
+        "packet_size".into(),
+        toml::Value::Integer(c.packet_size as i64),
+    );
+    if let Some(w) = c.weight {
+        ct.insert("weight".into(), weight_value(w));
+    }
+    toml::Value::Table(ct)
+}
+
+/// A weight as TOML: an integer when it is one (`40`), else a float.
+fn weight_value(w: f64) -> toml::Value {
+    if w.fract() == 0.0 && w.abs() < 1e15 {
+        toml::Value::Integer(w as i64)
+    } else {
+        toml::Value::Float(w)
+    }
+}
+
+/// Sets a dotted path in a TOML table (`link.rate`, `flows.0.cc`). A link
+/// field set at the top of `[link]` replaces the resolved per-direction ones.
+pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), String> {
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts.first() == Some(&"link") && parts.len() == 2 {
+        return set_link_field(t, parts[1], v);
+    }
+    let mut cur: &mut toml::Value = t
+        .get_mut(parts[0])
+        .ok_or_else(|| format!("no field `{}` to set", parts[0]))?;
+    if parts.len() == 1 {
+        *cur = v;
+        return Ok(());
+    }
+    for (i, p) in parts[1..].iter().enumerate() {
+        let last = i == parts.len() - 2;
+        cur = match cur {
+            toml::Value::Array(a) => {
+                let idx: usize = p.parse().map_err(|_| format!("`{p}` is not an index"))?;
+                a.get_mut(idx)
+                    .ok_or_else(|| format!("index {idx} is out of range"))?
+            }
+            toml::Value::Table(tb) => {
+                if last {
+                    tb.insert(p.to_string(), v);
+                    return Ok(());
+                }
+                tb.get_mut(*p).ok_or_else(|| format!("no field `{p}`"))?
+            }
+            _ => return Err(format!("`{p}` is inside a value that has no fields")),
+        };
+        if last {
+            *cur = v;
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Sets `[link]` field `key`. The resolved link lists each direction; the
+/// field is set in both, `rtt` translated into per-direction delays.
+fn set_link_field(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
+    let link = t
+        .get_mut("link")
+        .and_then(|l| l.as_table_mut())
+        .ok_or("no [link] table")?;
+    if matches!(key, "backend" | "seed") {
+        link.insert(key.into(), v);
+        return Ok(());
+    }
+    for dir in ["up", "down"] {
+        let d = link
+            .get_mut(dir)
+            .and_then(|x| x.as_table_mut())
+            .ok_or("no link direction")?;
+        if key == "rtt" {
+            let s = v.as_str().ok_or("rtt must be a string such as 40ms")?;
+            let ns = parse_duration_ns(s).ok_or(format!("`{s}` is not a time such as 40ms"))?;
+            let half = if dir == "up" { ns / 2 } else { ns - ns / 2 };
+            d.insert("delay".into(), format_duration_ns(half).into());
+        } else {
+            if key == "rate" {
+                d.remove("trace");
+            }
+            if key == "trace" {
+                d.remove("rate");
+            }
+            d.insert(key.into(), v.clone());
+        }
+    }
+    Ok(())
+}

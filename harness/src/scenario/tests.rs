@@ -1,0 +1,277 @@
+//! The scenario's parsing, resolved form and overrides.
+
+use std::path::Path;
+
+use super::parse::Ctx;
+use super::*;
+
+fn parse(s: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::parse(s, "t.toml", Path::new("."))
+}
+
+#[test]
+fn a_full_scenario() {
+    let s = parse(
+        "name = \"x\"\nduration = \"30s\"\nrepetitions = 3\nseed = 9\n[link]\nrate = \"10mbit\"\nrtt = \"50ms\"\n[[flows]]\ncc = \"vegas:alpha=2,beta=4\"\ncount = 2\n[[flows]]\ncc = \"cubic\"\ndirection = \"upload\"\nstart = \"5s\"\nsize = \"10mb\"\nrate = \"1.5mbit\"\nmtu = 1250\n[[cross]]\nrate = \"2mbit\"\non = \"1s\"\noff = \"2s\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (s.duration_ns, s.repetitions, s.seed, s.link.seed),
+        (30_000_000_000, 3, 9, 9)
+    );
+    assert_eq!(s.expanded_flows().len(), 3);
+    assert_eq!(s.flows[1].size, Some(10 * 1024 * 1024));
+    assert_eq!(s.cross[0].on_ns, Some(1_000_000_000));
+    assert_eq!(
+        (s.flows[1].rate_bps, s.flows[1].mtu),
+        (Some(1.5e6), Some(1250))
+    );
+    assert_eq!(s.flows[1].request_path(), "/upload?rate=1500000");
+    assert_eq!(s.flows[0].request_path(), "/bytes/1000000000000");
+    // Round trip through the resolved form.
+    let back = Scenario::from_table(&s.to_toml(), &Ctx { source: "x" }, Path::new(".")).unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn start_jitter_offsets_are_per_seed_and_flow() {
+    let s = parse(
+        "duration = \"30s\"\n[[flows]]\ncc = \"cubic\"\nstart = \"2s\"\nstart_jitter = \"1s\"\ncount = 3\n[[flows]]\ncc = \"vegas\"\n[[cross]]\nrate = \"1mbit\"\nstart_jitter = \"500ms\"\n",
+    )
+    .unwrap();
+    let j = s.flows[0].start_jitter_ns;
+    assert_eq!(j, 1_000_000_000);
+    let starts = |seed| -> Vec<u64> { s.rep_flows(seed).iter().map(|(_, f)| f.start_ns).collect() };
+    // Deterministic per (seed, flow); in [start, start + jitter); each
+    // flow of the group on its own; the unjittered group at its start.
+    assert_eq!(starts(7), starts(7));
+    for seed in 0..200 {
+        let st = starts(seed);
+        for &t in &st[..3] {
+            assert!((2_000_000_000..3_000_000_000).contains(&t), "{t}");
+        }
+        assert_ne!(st[0], st[1]);
+        assert_eq!(st[3], 0);
+        let c = s.rep_cross(seed)[0].start_ns;
+        assert!(c < 500_000_000, "{c}");
+        assert_eq!(s.cross[0].start_in_rep(seed, 0), c);
+        assert_eq!(s.flows[0].start_in_rep(seed, 1), st[1]);
+    }
+    // Another seed, other offsets; spread over the whole interval.
+    assert_ne!(starts(7), starts(8));
+    let offs: Vec<u64> = (0..1000)
+        .map(|seed| jitter_offset_ns(j, seed, FLOW_JITTER_STREAM, 0))
+        .collect();
+    let mean = offs.iter().sum::<u64>() as f64 / offs.len() as f64 / j as f64;
+    assert!(
+        (mean - 0.5).abs() < 0.05,
+        "mean offset {mean} of the jitter"
+    );
+    assert!(offs.iter().all(|&o| o < j));
+    assert!(offs.iter().any(|&o| o < j / 10) && offs.iter().any(|&o| o > j * 9 / 10));
+    // Tiny and huge spreads stay inside [0, jitter).
+    for seed in 0..100 {
+        assert_eq!(jitter_offset_ns(1, seed, FLOW_JITTER_STREAM, 3), 0);
+        assert!(jitter_offset_ns(u64::MAX, seed, CROSS_JITTER_STREAM, 0) < u64::MAX);
+    }
+    // The run's scenario.toml keeps the field; duration counts from the
+    // flow's own start.
+    let back = Scenario::from_table(&s.to_toml(), &Ctx { source: "x" }, Path::new(".")).unwrap();
+    assert_eq!(back, s);
+    let (_, f) = &s.rep_flows(3)[0];
+    assert_eq!(f.run_ns(s.duration_ns), 30_000_000_000 - f.start_ns);
+    assert_eq!(f.start_jitter_ns, 0);
+    // No jitter: exactly today's starts, and no field in the TOML.
+    let plain =
+        parse("[[flows]]\ncc = \"cubic\"\nstart = \"1s\"\nstart_jitter = \"0s\"\n").unwrap();
+    assert_eq!(
+        plain,
+        parse("[[flows]]\ncc = \"cubic\"\nstart = \"1s\"\n").unwrap()
+    );
+    assert_eq!(plain.rep_flows(5)[0].1, plain.flows[0]);
+    assert!(!toml::to_string(&plain.to_toml())
+        .unwrap()
+        .contains("start_jitter"));
+}
+
+#[test]
+fn weights_for_wfq() {
+    let s = parse(
+        "[link]\nrate = \"100mbit\"\nsched = \"wfq\"\n[[flows]]\ncc = \"cubic\"\nweight = 40\ncount = 2\n[[cross]]\nrate = \"80mbit\"\nweight = 60.5\n",
+    )
+    .unwrap();
+    assert_eq!(s.class_weights(), vec![40.0, 40.0, 60.5]);
+    let back = Scenario::from_table(&s.to_toml(), &Ctx { source: "x" }, Path::new(".")).unwrap();
+    assert_eq!(back, s);
+    // fq needs no weights; the flows' rates go into the request.
+    let s = parse("[link]\nsched = \"fq\"\n[[flows]]\ncc = \"cubic\"\nrate = \"2mbit\"\n").unwrap();
+    assert_eq!(
+        s.flows[0].request_path(),
+        "/bytes/1000000000000?rate=2000000"
+    );
+    let o = s
+        .with_overrides(&[("link.sched".into(), "wfq".into())], "sweep")
+        .unwrap_err();
+    assert_eq!(o.field, "flows[0].weight");
+}
+
+#[test]
+fn overrides_for_sweeps() {
+    let s = parse("[[flows]]\ncc = \"cubic\"\n").unwrap();
+    let o = s
+        .with_overrides(
+            &[
+                ("link.rate".into(), "5mbit".into()),
+                ("link.rtt".into(), "100ms".into()),
+                ("flows.0.cc".into(), "vegas".into()),
+                ("duration".into(), "5s".into()),
+            ],
+            "sweep",
+        )
+        .unwrap();
+    assert_eq!(
+        (
+            o.link.down.rate_bps,
+            o.link.rtt_ns(),
+            o.flows[0].cc.as_str()
+        ),
+        (5e6, 100_000_000, "vegas")
+    );
+    assert_eq!(o.duration_ns, 5_000_000_000);
+    let e = s
+        .with_overrides(&[("flows.3.cc".into(), "vegas".into())], "sweep")
+        .unwrap_err();
+    assert!(e.to_string().contains("out of range"), "{e}");
+}
+
+/// Each of `cases` (scenario text, the field its error names, a piece of
+/// the error) fails as it says.
+fn check_errors(cases: &[(&str, &str, &str)]) {
+    for (text, field, needle) in cases {
+        let e = parse(text).unwrap_err();
+        assert_eq!(&e.field, field, "{text}: {e}");
+        assert!(e.to_string().starts_with("t.toml: "), "{e}");
+        assert!(e.to_string().contains(needle), "{text}: {e}");
+    }
+}
+
+#[test]
+fn errors_name_file_field_and_allowed() {
+    check_errors(&[
+        ("durtion = \"5s\"", "durtion", "allowed: name, duration"),
+        ("duration = \"5\"", "duration", "30s"),
+        ("[link]\nrate = \"fast\"", "link.rate", "fast"),
+        (
+            "[[cross]]\non = \"1s\"\nrate = \"1mbit\"",
+            "cross[0].on",
+            "both on and off",
+        ),
+        (
+            "[[cross]]\nrate = \"1mbit\"\npacket_size = 9000",
+            "cross[0].packet_size",
+            "64 to 1472",
+        ),
+        ("repetitions = 0", "repetitions", "1 to 1000"),
+        (
+            "[link]\nsched = \"wfq\"\n[[flows]]\ncc = \"cubic\"\nweight = 1\n[[cross]]\nrate = \"1mbit\"",
+            "cross[0].weight",
+            "required because the link's sched is wfq",
+        ),
+        (
+            "duration = \"10s\"\n[[cross]]\nrate = \"1mbit\"\nstart_jitter = \"11s\"",
+            "cross[0].start_jitter",
+            "at most the scenario's duration",
+        ),
+        ("flows = []", "flows", "at least one"),
+        ("this is not toml", "(file)", "not valid TOML"),
+    ]);
+}
+
+#[test]
+fn flow_errors_name_the_field_and_allowed() {
+    check_errors(&[
+        ("[[flows]]\ncc = \"nosuchcc\"", "flows[0].cc", "nosuchcc"),
+        ("[[flows]]\ndirection = \"down\"", "flows[0].cc", "required"),
+        (
+            "[[flows]]\ncc = \"cubic\"\ndirection = \"sideways\"",
+            "flows[0].direction",
+            "download or upload",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\ncount = 0",
+            "flows[0].count",
+            "1 to 200",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nsize = \"1mb\"\nduration = \"2s\"",
+            "flows[0].size",
+            "not both",
+        ),
+        (
+            "duration = \"5s\"\n[[flows]]\ncc = \"cubic\"\nstart = \"6s\"",
+            "flows[0].start",
+            "before the scenario's end",
+        ),
+        (
+            "duration = \"10s\"\n[[flows]]\ncc = \"cubic\"\nstart = \"4s\"\nstart_jitter = \"7s\"",
+            "flows[0].start_jitter",
+            "allowed: a time from 0 to 6s",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nstart_jitter = \"soon\"",
+            "flows[0].start_jitter",
+            "not a time",
+        ),
+    ]);
+}
+
+#[test]
+fn flow_sending_errors_name_the_field_and_allowed() {
+    check_errors(&[
+        (
+            "[link.down]\nsched = \"wfq\"\n[[flows]]\ncc = \"cubic\"",
+            "flows[0].weight",
+            "required",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nweight = 40",
+            "flows[0].weight",
+            "needs link.sched = \"wfq\"",
+        ),
+        (
+            "[link]\nsched = \"wfq\"\n[[flows]]\ncc = \"cubic\"\nweight = 0",
+            "flows[0].weight",
+            "above 0",
+        ),
+        (
+            "[link]\nsched = \"wfq\"\n[[flows]]\ncc = \"cubic\"\nweight = \"heavy\"",
+            "flows[0].weight",
+            "not a weight",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nmtu = 1100",
+            "flows[0].mtu",
+            "RFC 9000 §14",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nmtu = 9000",
+            "flows[0].mtu",
+            "1200 to 1500 bytes",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nmtu = \"1300\"",
+            "flows[0].mtu",
+            "1200 to 1500",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nrate = \"fast\"",
+            "flows[0].rate",
+            "such as 2mbit",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nrate = \"10bit\"",
+            "flows[0].rate",
+            "between 1kbit and 100gbit",
+        ),
+    ]);
+}

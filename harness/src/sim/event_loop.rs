@@ -1,0 +1,198 @@
+//! The discrete-event loop: find the earliest thing due, set the clock
+//! there, and do everything due then, in a fixed order (packets entering
+//! the link, the link delivering, cross traffic, flow starts, endpoints,
+//! bottleneck samples).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::world::World;
+use super::SimError;
+use crate::bottleneck::{LogFiles, Sink};
+use crate::emu::pipeline::Sampler;
+use crate::emu::Packet;
+use crate::link::Dir;
+
+/// Flows still running this long after the scenario's end are stopped,
+/// as real runs stop their clients.
+const DEADLINE_NS: u64 = 20_000_000_000;
+/// How long servers may take, once every flow and cross source has ended,
+/// to see their clients' close and finish their qlogs.
+const DRAIN_NS: u64 = 3_000_000_000;
+
+/// Where the loop ended.
+pub(super) struct LoopEnd {
+    /// Virtual ns at the end.
+    pub(super) now: u64,
+    /// Iterations (times the clock moved).
+    pub(super) events: u64,
+    /// When the last flow ended, if it did.
+    pub(super) active_end: Option<u64>,
+}
+
+/// The earliest thing due, and whether the flows and the cross traffic
+/// have all ended.
+struct Due {
+    next: u64,
+    all_done: bool,
+    cross_done: bool,
+}
+
+/// Runs `w` until every flow and cross source has ended and the servers
+/// have drained, the deadline passes, or `stop` is set (an error).
+/// `end_ns` is the scenario's end.
+pub(super) fn run(
+    w: &mut World,
+    logs: &mut LogFiles,
+    sampler: &mut Sampler,
+    stop: &AtomicBool,
+    end_ns: u64,
+) -> Result<LoopEnd, SimError> {
+    let mut e = LoopEnd {
+        now: 0,
+        events: 0,
+        active_end: None,
+    };
+    let mut drain_until: Option<u64> = None;
+    let mut out: Vec<(u64, Packet)> = Vec::new();
+    loop {
+        let due = w.next_due(sampler.next_due(), end_ns);
+        if due.all_done && e.active_end.is_none() {
+            e.active_end = Some(e.now);
+        }
+        if due.all_done && due.cross_done {
+            let until = *drain_until.get_or_insert(e.now + DRAIN_NS);
+            if w.flows.iter().all(|f| f.server.is_empty()) || due.next > until {
+                break;
+            }
+        }
+        if due.next == u64::MAX {
+            break;
+        }
+        if due.next > end_ns + DEADLINE_NS {
+            w.interrupt_clients(e.now)?;
+            e.active_end.get_or_insert(e.now);
+            break;
+        }
+        e.now = due.next.max(e.now);
+        e.events += 1;
+        if e.events.is_multiple_of(4096) && stop.load(Ordering::Relaxed) {
+            return Err(SimError::Interrupted);
+        }
+        step(w, logs, sampler, &mut out, e.now, end_ns)?;
+    }
+    Ok(e)
+}
+
+/// Everything due at `now`.
+fn step(
+    w: &mut World,
+    logs: &mut LogFiles,
+    sampler: &mut Sampler,
+    out: &mut Vec<(u64, Packet)>,
+    now: u64,
+    end_ns: u64,
+) -> Result<(), SimError> {
+    quiche::sim::set_time(w.at(now));
+    w.enter_link(now, logs.sink());
+    w.deliver(now, logs.sink(), out);
+    w.send_cross(now, end_ns, logs.sink());
+    w.start_due_flows(now)?;
+    w.run_endpoints(now, logs.sink())?;
+    if now >= sampler.next_due() {
+        for s in sampler.take(now, &w.dirs) {
+            logs.sample(&s)?;
+        }
+    }
+    Ok(())
+}
+
+impl World {
+    /// The earliest of: a packet entering the link, the link's next
+    /// departure or delivery, a bottleneck sample (`sample_due`), a flow
+    /// start, an endpoint's timer or pacing release, a cross datagram.
+    fn next_due(&self, sample_due: u64, end_ns: u64) -> Due {
+        let mut next = u64::MAX;
+        let mut consider = |t: Option<u64>| {
+            if let Some(t) = t {
+                next = next.min(t);
+            }
+        };
+        consider(self.pending.peek().map(|p| p.0.at));
+        consider(self.dirs[0].next_event());
+        consider(self.dirs[1].next_event());
+        consider(Some(sample_due));
+        let mut all_done = true;
+        for f in &self.flows {
+            if !f.started {
+                consider(Some(f.spec.start_ns));
+            }
+            consider(Some(f.client_wake.min(f.server_wake)));
+            all_done &= f.finished;
+        }
+        let mut cross_done = true;
+        for c in &self.cross {
+            let t = c.next(end_ns);
+            cross_done &= t.is_none();
+            consider(t);
+        }
+        Due {
+            next,
+            all_done,
+            cross_done,
+        }
+    }
+
+    /// Packets whose pacing time has come enter the link.
+    fn enter_link(&mut self, now: u64, log: &mut dyn Sink) {
+        while self.pending.peek().is_some_and(|p| p.0.at <= now) {
+            let p = self.pending.pop().unwrap().0;
+            self.dirs[p.dir as usize].push(p.pkt, now, log);
+        }
+    }
+
+    /// The link delivers what is due, to the endpoints or (cross traffic)
+    /// the sources' counters.
+    fn deliver(&mut self, now: u64, log: &mut dyn Sink, out: &mut Vec<(u64, Packet)>) {
+        for d in [Dir::Up, Dir::Down] {
+            self.dirs[d as usize].advance(now, log, out);
+            for (_, pkt) in out.drain(..) {
+                self.receive(d, pkt, now);
+            }
+        }
+    }
+
+    /// One delivered packet.
+    fn receive(&mut self, d: Dir, mut pkt: Packet, now: u64) {
+        let i = pkt.flow as usize;
+        let nflows = self.flows.len();
+        if i >= nflows {
+            if let Some(c) = self.cross.get_mut(i - nflows) {
+                c.received += pkt.len() as u64;
+            }
+            self.bufs.pool.push(pkt.data);
+            return;
+        }
+        let now_i = self.at(now);
+        let f = &mut self.flows[i];
+        match d {
+            Dir::Up => {
+                f.server
+                    .recv(&mut pkt.data, f.client_addr, f.server_addr, now_i);
+                f.server_touched = true;
+            }
+            Dir::Down => {
+                if let Some(c) = f.client.as_mut() {
+                    c.recv(
+                        &mut pkt.data,
+                        quiche::RecvInfo {
+                            from: f.server_addr,
+                            to: f.client_addr,
+                        },
+                    );
+                    f.client_touched = true;
+                }
+            }
+        }
+        self.bufs.pool.push(pkt.data);
+    }
+}

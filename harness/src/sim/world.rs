@@ -1,0 +1,229 @@
+//! The whole simulated network: the link's two directions, the packets
+//! waiting for their pacing time to enter it, the flows and the cross
+//! traffic; and how endpoints' packets get onto the link.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use quic_app::{Next, QlogLevel};
+
+use super::cross::CrossSource;
+use super::endpoints::Flow;
+use super::SimConfig;
+use crate::bottleneck::Sink;
+use crate::emu::rng::Rng;
+use crate::emu::{Direction, Packet};
+use crate::link::{Dir, LinkSpec};
+
+/// A packet waiting for its pacing time to enter the link.
+pub(super) struct Pending {
+    pub(super) at: u64,
+    seq: u64,
+    pub(super) dir: Dir,
+    pub(super) pkt: Packet,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// Datagram buffers, reused so the per-packet path does not allocate.
+pub(super) struct Buffers {
+    /// Where quiche writes each packet.
+    scratch: Vec<u8>,
+    /// Spent datagram buffers.
+    pub(super) pool: Vec<Vec<u8>>,
+    /// Packets built by the last [`drain`], with their link-entry times.
+    ready: Vec<(u64, Vec<u8>)>,
+}
+
+/// Builds every packet `conn` may send at `now` (pacing exactly: no
+/// slack) into `bufs.ready`, each with the time quiche wants it to leave
+/// (`send_info.at`, ns since `base`); returns when pacing releases the
+/// next one.
+fn drain(
+    conn: &mut quiche::Connection,
+    now: Instant,
+    base: Instant,
+    bufs: &mut Buffers,
+) -> Option<Instant> {
+    loop {
+        match quic_app::next_packet(conn, &mut bufs.scratch, now, Duration::ZERO) {
+            Next::Packet(n, info) => {
+                let mut v = bufs.pool.pop().unwrap_or_default();
+                v.clear();
+                v.extend_from_slice(&bufs.scratch[..n]);
+                let at = info.at.saturating_duration_since(base).as_nanos() as u64;
+                bufs.ready.push((at, v));
+            }
+            Next::Wait(t) => return Some(t),
+            Next::Idle => return None,
+        }
+    }
+}
+
+/// The whole simulated network.
+pub(super) struct World {
+    base: Instant,
+    pub(super) dirs: [Direction; 2],
+    pub(super) pending: BinaryHeap<Reverse<Pending>>,
+    seq: u64,
+    pub(super) flows: Vec<Flow>,
+    pub(super) cross: Vec<CrossSource>,
+    pub(super) qlog_level: QlogLevel,
+    pub(super) scenario_event: serde_json::Value,
+    pub(super) bufs: Buffers,
+    pub(super) datagrams: u64,
+    pub(super) cid_rng: Rng,
+}
+
+impl World {
+    /// The network of one repetition, nothing yet sent: `flows` with their
+    /// servers listening, and the scenario's cross traffic.
+    pub(super) fn new(
+        cfg: &SimConfig,
+        link: &LinkSpec,
+        base: Instant,
+        flows: Vec<Flow>,
+        scenario_event: serde_json::Value,
+    ) -> World {
+        let sc = cfg.scenario;
+        World {
+            base,
+            dirs: [
+                Direction::with_weights(link, Dir::Up, 1500, &sc.class_weights()),
+                Direction::with_weights(link, Dir::Down, 1500, &sc.class_weights()),
+            ],
+            pending: BinaryHeap::new(),
+            seq: 0,
+            flows,
+            cross: super::cross::sources(sc, cfg.seed),
+            qlog_level: cfg.qlog_level,
+            scenario_event,
+            bufs: Buffers {
+                scratch: vec![0u8; 65_536],
+                pool: Vec::new(),
+                ready: Vec::new(),
+            },
+            datagrams: 0,
+            cid_rng: Rng::new(cfg.seed, 0x5e_0002),
+        }
+    }
+
+    /// Virtual time `t` (ns) as an `Instant`.
+    pub(super) fn at(&self, t: u64) -> Instant {
+        self.base + Duration::from_nanos(t)
+    }
+
+    fn ns(&self, i: Instant) -> u64 {
+        i.saturating_duration_since(self.base).as_nanos() as u64
+    }
+
+    /// When an endpoint's timers or pacing next need it, ns.
+    fn wake_of(&self, times: impl IntoIterator<Item = Option<Instant>>) -> u64 {
+        times
+            .into_iter()
+            .flatten()
+            .map(|t| self.ns(t))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Recomputes when flow `i`'s client and server next need to run.
+    pub(super) fn update_wakes(&mut self, i: usize) {
+        let f = &self.flows[i];
+        let c = f
+            .client
+            .as_ref()
+            .map_or(u64::MAX, |c| self.wake_of([c.timeout(), f.client_pace]));
+        let s = self.wake_of([f.server.timeout()]);
+        let f = &mut self.flows[i];
+        f.client_wake = c;
+        f.server_wake = s;
+    }
+
+    /// Puts a datagram on the link at `at` (its pacing time), or now.
+    fn emit(
+        &mut self,
+        now: u64,
+        at: u64,
+        dir: Dir,
+        flow: usize,
+        data: Vec<u8>,
+        log: &mut dyn Sink,
+    ) {
+        self.datagrams += 1;
+        let pkt = Packet {
+            data,
+            flow: flow as u16,
+            class: flow as u16,
+            arrival_ns: at.max(now),
+        };
+        if at <= now {
+            self.dirs[dir as usize].push(pkt, now, log);
+        } else {
+            self.seq += 1;
+            self.pending.push(Reverse(Pending {
+                at,
+                seq: self.seq,
+                dir,
+                pkt,
+            }));
+        }
+    }
+
+    /// Sends what flow `i`'s client has ready.
+    pub(super) fn flush_client(&mut self, i: usize, now: u64, log: &mut dyn Sink) {
+        let now_i = self.at(now);
+        if let Some(c) = self.flows[i].client.as_mut() {
+            let pace = drain(c.conn_mut(), now_i, self.base, &mut self.bufs);
+            self.flows[i].client_pace = pace;
+        }
+        self.emit_ready(now, Dir::Up, i, log);
+    }
+
+    /// Sends what flow `i`'s server has ready.
+    pub(super) fn flush_server(&mut self, i: usize, now: u64, log: &mut dyn Sink) {
+        let now_i = self.at(now);
+        for peer in self.flows[i].server.peers_mut() {
+            peer.pace_until = drain(&mut peer.conn, now_i, self.base, &mut self.bufs);
+        }
+        self.emit_ready(now, Dir::Down, i, log);
+    }
+
+    /// Puts the datagrams [`drain`] built onto direction `dir` of the link.
+    fn emit_ready(&mut self, now: u64, dir: Dir, flow: usize, log: &mut dyn Sink) {
+        let mut ready = std::mem::take(&mut self.bufs.ready);
+        for (at, data) in ready.drain(..) {
+            self.emit(now, at, dir, flow, data, log);
+        }
+        self.bufs.ready = ready;
+    }
+
+    /// A `simulation:marker` in the qlog of every open connection, both
+    /// ends.
+    pub(super) fn marker(&mut self, data: serde_json::Value, now: Instant) {
+        for f in &mut self.flows {
+            if let Some(c) = f.client.as_mut() {
+                quic_app::qlog_event(c.conn_mut(), "simulation:marker", data.clone(), now);
+            }
+            for p in f.server.peers_mut() {
+                quic_app::qlog_event(&mut p.conn, "simulation:marker", data.clone(), now);
+            }
+        }
+    }
+}
