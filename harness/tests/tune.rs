@@ -86,9 +86,7 @@ fn tunes_resumes_and_shards_to_the_same_table() {
     let resolved = cc_algorithms::tuned::resolve_spec(&spec, 40.0, 5e6, None).unwrap();
     assert_eq!(resolved, c.best_spec);
     // A scenario's flow with the table runs the entry for its link.
-    let text = format!(
-        "[link]\nrate = \"5mbit\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"{spec}\"\n"
-    );
+    let text = format!("[link]\nrate = \"5mbit\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"{spec}\"\n");
     let sc = harness::scenario::Scenario::parse(&text, "test", Path::new(".")).unwrap();
     assert_eq!(sc.flows[0].cc, c.best_spec);
     let bad = text.replace("vegas:", "ewphcc:");
