@@ -18,8 +18,8 @@
 //! (`fitness`) and every tuned parameter under its registry name. SMCC's
 //! offline tables are such tables of Vegas's `alpha` and `beta`
 //! ([`crate::smcc::SmccTable`] reads them). For any algorithm,
-//! [`resolve_spec`] turns `ALG:table=FILE` into the spec of the entry
-//! nearest to a known condition.
+//! [`crate::registry::resolve_spec`] turns `ALG:table=FILE` into the spec
+//! of the entry nearest to a known condition.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -173,68 +173,17 @@ impl TunedTable {
     }
 }
 
-/// `ALG:...,table=FILE,...` with the table's entry nearest to the condition
-/// written in as explicit parameters (parameters given in the spec win over
-/// the table's). A spec without `table=`, or one whose algorithm declares a
-/// `table` parameter of its own (SMCC picks its entry at run time), is
-/// returned as it is.
-pub fn resolve_spec(
-    spec: &str,
-    rtt_ms: f64,
-    rate_bps: f64,
-    loss: Option<f64>,
-) -> Result<String, String> {
-    let Some((name, rest)) = spec.split_once(':') else {
-        return Ok(spec.to_string());
-    };
-    let own_table = crate::registry::algorithms()
-        .find(|a| a.name == name.trim())
-        .is_some_and(|a| a.params.iter().any(|p| p.name == "table"));
-    let items: Vec<&str> = rest.split(',').map(str::trim).collect();
-    let Some(file) = items.iter().find_map(|kv| kv.strip_prefix("table=")) else {
-        return Ok(spec.to_string());
-    };
-    if own_table {
-        return Ok(spec.to_string());
-    }
-    let table = TunedTable::load(Path::new(file))?;
-    if let Some(a) = table.algorithm.as_deref().filter(|a| *a != name.trim()) {
-        return Err(format!(
-            "`{spec}`: {file} was tuned for `{a}`, not `{}`",
-            name.trim()
-        ));
-    }
-    let (_, entry) = table.nearest(rtt_ms, rate_bps, loss);
-    let given: Vec<&str> = items
-        .iter()
-        .copied()
-        .filter(|kv| !kv.starts_with("table=") && !kv.is_empty())
-        .collect();
-    let mut out: Vec<String> = given.iter().map(|s| s.to_string()).collect();
-    for (k, v) in &entry.params {
-        if !given
-            .iter()
-            .any(|kv| kv.split('=').next() == Some(k.as_str()))
-        {
-            out.push(format!("{k}={v}"));
-        }
-    }
-    if out.is_empty() {
-        Ok(name.trim().to_string())
-    } else {
-        Ok(format!("{}:{}", name.trim(), out.join(",")))
-    }
-}
+/// A two-entry table of Vegas parameters, for tests.
+#[cfg(test)]
+pub(crate) const EXAMPLE: &str = "algorithm = \"vegas\"\nobjective = \"smcc\"\n\n[[entry]]\nrtt_ms = 40.0\nrate_bps = 20e6\nfitness = 0.9\nalpha = 2.5\nbeta = 5.0\n\n[[entry]]\nrtt_ms = 200.0\nrate_bps = 5e6\nalpha = 1.5\nbeta = 3\n";
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const TWO: &str = "algorithm = \"vegas\"\nobjective = \"smcc\"\n\n[[entry]]\nrtt_ms = 40.0\nrate_bps = 20e6\nfitness = 0.9\nalpha = 2.5\nbeta = 5.0\n\n[[entry]]\nrtt_ms = 200.0\nrate_bps = 5e6\nalpha = 1.5\nbeta = 3\n";
-
     #[test]
     fn round_trips_and_picks_the_nearest() {
-        let t = TunedTable::parse(TWO, Path::new("t.toml")).unwrap();
+        let t = TunedTable::parse(EXAMPLE, Path::new("t.toml")).unwrap();
         assert_eq!(t.algorithm.as_deref(), Some("vegas"));
         assert_eq!(t.entry[1].params["beta"], 3.0);
         assert_eq!(t.nearest(50.0, 15e6, None).0, 0);
@@ -257,29 +206,5 @@ mod tests {
             let e = TunedTable::parse(bad, Path::new("b.toml")).unwrap_err();
             assert!(e.contains(needle), "{bad:?}: {e}");
         }
-    }
-
-    #[test]
-    fn resolves_a_spec_against_a_table() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("t.toml");
-        std::fs::write(&f, TWO).unwrap();
-        let spec = format!("vegas:table={},gamma=2", f.display());
-        let r = resolve_spec(&spec, 180.0, 6e6, None).unwrap();
-        assert_eq!(r, "vegas:gamma=2,alpha=1.5,beta=3");
-        // A parameter in the spec wins over the table's.
-        let spec = format!("vegas:alpha=3,table={}", f.display());
-        assert_eq!(
-            resolve_spec(&spec, 40.0, 20e6, None).unwrap(),
-            "vegas:alpha=3,beta=5"
-        );
-        // Tuned for another algorithm: refused, naming both.
-        let e =
-            resolve_spec(&format!("ewphcc:table={}", f.display()), 40.0, 20e6, None).unwrap_err();
-        assert!(e.contains("vegas") && e.contains("ewphcc"), "{e}");
-        // SMCC reads its table itself.
-        let s = format!("smcc:table={}", f.display());
-        assert_eq!(resolve_spec(&s, 40.0, 20e6, None).unwrap(), s);
-        assert_eq!(resolve_spec("cubic", 40.0, 20e6, None).unwrap(), "cubic");
     }
 }

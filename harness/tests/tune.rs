@@ -83,7 +83,7 @@ fn tunes_resumes_and_shards_to_the_same_table() {
     assert_eq!(smcc.entry[0].beta, c.best["beta"]);
     assert!(cc_algorithms::parse(&format!("smcc:table={}", out.display())).is_ok());
     let spec = format!("vegas:table={}", out.display());
-    let resolved = cc_algorithms::tuned::resolve_spec(&spec, 40.0, 5e6, None).unwrap();
+    let resolved = cc_algorithms::registry::resolve_spec(&spec, 40.0, 5e6, None).unwrap();
     assert_eq!(resolved, c.best_spec);
     // A scenario's flow with the table runs the entry for its link.
     let text = format!("[link]\nrate = \"5mbit\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"{spec}\"\n");

@@ -365,7 +365,7 @@ fn resolve_cc(cc: &str, link: &LinkSpec, direction: Direction) -> Result<String,
     };
     let rtt_ms = (link.up.delay_ns + link.down.delay_ns) as f64 / 1e6;
     let loss = Some(dir.loss.mean_rate()).filter(|l| *l > 0.0);
-    let cc = cc_algorithms::tuned::resolve_spec(cc, rtt_ms, dir.rate_bps, loss)?;
+    let cc = cc_algorithms::registry::resolve_spec(cc, rtt_ms, dir.rate_bps, loss)?;
     cc_algorithms::parse(&cc).map_err(|x| x.to_string())?;
     Ok(cc)
 }
