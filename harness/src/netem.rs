@@ -1,18 +1,33 @@
 //! `netem`, the kernel backend: the link on veth between namespaces.
 //!
-//! Per direction, two qdiscs on the path of a [`Topology`]:
+//! Per direction, on the path of a [`Topology`]:
 //!
 //! - the **impairments** (delay, jitter, loss, duplication, reordering) as
-//!   `netem` at the root of the sending endpoint's veth (`c0` for up, `s0`
-//!   for down), with a `limit` sized to hold the whole delay line (netem's
-//!   default of 1000 packets caps throughput at 1000 packets per delay);
+//!   `netem` on the sending endpoint's veth (`c0` for up, `s0` for down),
+//!   with a `limit` sized to hold the whole delay line (netem's default of
+//!   1000 packets caps throughput at 1000 packets per delay), under a
+//!   [segmenting `tbf`](segmenter_args) at the root that splits GSO
+//!   packets into their datagrams before netem sees them;
 //! - the **bottleneck** (rate, queue limit, AQM) at the root of the
 //!   router's egress veth towards the receiver (`rs0` for up, `rc0` for
 //!   down): `tbf` for drop-tail with a byte limit, otherwise `htb` with one
 //!   class at the rate and a leaf `bfifo`/`pfifo`, `red` or `codel`.
 //!
-//! Keeping each qdisc at a root avoids nesting a classful shaper under
+//! Keeping the shaper at a root avoids nesting a classful shaper under
 //! netem, and keeps the bottleneck queue separate from the delay line.
+//!
+//! **Packets, not GSO trains.** The endpoints send UDP with segmentation
+//! offload (up to 48 datagrams per `sendmsg`), and veth passes such a
+//! super-packet on whole: unsegmented, netem would lose, duplicate and
+//! delay whole trains, and the bottleneck would queue, drop (one tc drop for
+//! dozens of lost datagrams) and release them as units. Two things prevent
+//! it: the topology's veths have `gso_max_segs 1`
+//! ([`netns::GSO_MAX_SEGS`]), so the sender's kernel segments every GSO
+//! packet on its own veth before the router (and TCP builds one-MSS
+//! packets); and where netem is on that veth, the root `tbf` of
+//! [`segmenter_args`] segments on enqueue, so netem's loss and duplication
+//! draw per datagram. The application keeps its GSO system calls.
+//!
 //! The kernel on this project's own machines has no `sch_netem` (nor
 //! `red`, `codel`): [`probe`] finds out, and [`NetemLink::setup`] refuses
 //! with a message pointing at `--link emu`. Rate shaping (tbf/htb) works
@@ -156,6 +171,48 @@ pub fn needs_netem(d: &DirectionSpec) -> bool {
 /// order.
 pub const NO_REORDER_RATE: &str = "100gbit";
 
+/// The largest packet an endpoint's qdisc sees whole: the veth's MTU
+/// (veth's default, 1500) plus the 14-byte Ethernet header.
+pub const SEGMENTER_MAX_PACKET: u64 = 1500 + 14;
+
+/// The segmenting tbf's rate, 10 Tbit/s: 1.2 ns per 1514 bytes, so it
+/// never holds a packet back.
+pub const SEGMENTER_RATE: &str = "10000000000000bit";
+
+/// The root qdisc under which netem goes on endpoint `dev` in `ns`: a `tbf`
+/// whose only job is to segment. tbf cannot send a packet larger than its
+/// bucket, so on enqueue it splits a GSO packet longer than that into its
+/// segments (`tbf_segment`) and enqueues each into its child, netem (see
+/// [`netem_args`]); with the bucket at [`SEGMENTER_MAX_PACKET`] every
+/// packet of more than one full-size datagram is split, and any single
+/// packet the device can send fits. Its rate is far above any link's. (A
+/// GSO packet of small datagrams that fits in 1514 bytes passes whole; the
+/// veth's `gso_max_segs` splits it after netem, before the router.)
+pub fn segmenter_args(ns: &str, dev: &str) -> Vec<String> {
+    let max = SEGMENTER_MAX_PACKET.to_string();
+    [
+        "-n",
+        ns,
+        "qdisc",
+        "replace",
+        "dev",
+        dev,
+        "root",
+        "handle",
+        "1:",
+        "tbf",
+        "rate",
+        SEGMENTER_RATE,
+        "burst",
+        &max,
+        "limit",
+        &max,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 /// netem's `limit` in packets: room for the whole delay line at the
 /// direction's rate with packets as small as 64 bytes, at least 1000.
 pub fn netem_limit(d: &DirectionSpec) -> u64 {
@@ -163,10 +220,11 @@ pub fn netem_limit(d: &DirectionSpec) -> u64 {
     ((d.rate_bps / 8.0 * line_s / 64.0).ceil() as u64).max(1000)
 }
 
-/// The `tc` arguments for direction `d`'s netem qdisc on `dev` in `ns`.
+/// The `tc` arguments for direction `d`'s netem qdisc on `dev` in `ns`,
+/// the child of the [`segmenter_args`] tbf (installed first).
 pub fn netem_args(ns: &str, dev: &str, d: &DirectionSpec, seed: Option<u64>) -> Vec<String> {
     let mut a: Vec<String> = [
-        "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "netem",
+        "-n", ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "netem",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -507,6 +565,10 @@ impl NetemLink {
             if impairments && needs_netem(d) && !caps.netem {
                 return Err(missing("netem"));
             }
+            // The segmenter under netem.
+            if impairments && needs_netem(d) && !caps.tbf {
+                return Err(missing("tbf"));
+            }
             match d.aqm {
                 Aqm::Red(_) if !caps.red => return Err(missing("red")),
                 Aqm::CoDel(_) if d.sched == Sched::Fq && !caps.fq_codel => {
@@ -532,6 +594,7 @@ impl NetemLink {
             let mut cmds = shaper_args(&topology.router, rdev, link, dir, mtu);
             if impairments && needs_netem(d) {
                 let seed = caps.netem_seed.then_some(link.seed ^ dir as u64);
+                cmds.push(segmenter_args(ens, edev));
                 cmds.push(netem_args(ens, edev, d, seed));
             }
             for c in cmds {
@@ -685,7 +748,7 @@ mod tests {
         let a = netem_args("ns1", "c0", &l.up, Some(7));
         assert_eq!(
             line(&a),
-            "-n ns1 qdisc replace dev c0 root handle 1: netem limit 5469 delay 20ms 2ms distribution pareto loss random 1.5% duplicate 0.1% reorder 2% seed 7"
+            "-n ns1 qdisc replace dev c0 parent 1:1 handle 10: netem limit 5469 delay 20ms 2ms distribution pareto loss random 1.5% duplicate 0.1% reorder 2% seed 7"
         );
         // limit: 100 Mbit/s × 28 ms of line / 64 B = 5469 packets.
         let big = spec("rate = \"1gbit\"\nrtt = \"200ms\"");
@@ -693,11 +756,17 @@ mod tests {
         let ge = spec("loss = \"ge:p=1%,r=30%,bad=90%,good=0.1%\"\njitter = \"1ms\"");
         assert_eq!(
             line(&netem_args("n", "s0", &ge.down, None)),
-            "-n n qdisc replace dev s0 root handle 1: netem limit 1000 delay 20ms 1ms rate 100gbit loss gemodel 1% 30% 90% 0.1%"
+            "-n n qdisc replace dev s0 parent 1:1 handle 10: netem limit 1000 delay 20ms 1ms rate 100gbit loss gemodel 1% 30% 90% 0.1%"
         );
         let mut d = l.up.clone();
         d.jitter_distribution = JitterDistribution::Uniform;
         assert!(!line(&netem_args("n", "c0", &d, None)).contains("distribution"));
+        // netem goes under a tbf that segments GSO packets and never
+        // holds one back.
+        assert_eq!(
+            line(&segmenter_args("ns1", "c0")),
+            "-n ns1 qdisc replace dev c0 root handle 1: tbf rate 10000000000000bit burst 1514 limit 1514"
+        );
         let clean = spec("rtt = \"0ms\"");
         assert!(!needs_netem(&clean.up) && needs_netem(&l.up));
     }

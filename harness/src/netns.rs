@@ -9,8 +9,8 @@
 //! ```
 //!
 //! The `emu` backend runs its relay with sockets in the router namespace;
-//! the `netem` backend turns on IP forwarding there and puts its qdiscs on
-//! the veths. Addresses are the same in every topology, which is fine
+//! the `netem` backend turns on IP forwarding there, puts its qdiscs on
+//! the veths and has them carry packets, not GSO trains ([`GSO_MAX_SEGS`]). Addresses are the same in every topology, which is fine
 //! because each namespace has its own network stack; names carry the
 //! project prefix, the owning process id and a counter
 //! (`cclab-<pid>-<n>-c`), so leftovers of a killed run can be found and
@@ -42,6 +42,27 @@ pub const ROUTER_CLIENT_DEV: &str = "rc0";
 pub const ROUTER_SERVER_DEV: &str = "rs0";
 /// Server-side interface.
 pub const SERVER_DEV: &str = "s0";
+
+/// Segments a GSO packet may carry on the veths of a forwarding (netem)
+/// topology: 1, so no GSO packet leaves an endpoint whole.
+///
+/// The endpoints send UDP with segmentation offload (quic-app sends up to
+/// 48 datagrams per `sendmsg`) and kernel TCP builds TSO packets, and veth
+/// advertises software GSO, so by default such a super-packet crosses the
+/// veth, is forwarded by the router as one skb and sits in the bottleneck
+/// qdisc as one: tc counts one drop for a train of datagrams, an AQM drops
+/// whole trains and a token bucket releases them as units, where a real
+/// router sees packets. With the device's `gso_max_segs` at 1 (set when
+/// the veth is created, which kernels allow long before they allow
+/// changing it), the kernel's `gso_features_check` clears the device's GSO
+/// features for any packet of more than one segment, so `validate_xmit_skb`
+/// segments it in software on the sender's own veth (at once when the veth
+/// has no qdisc, else on dequeue from it), before the router; TCP sees the
+/// limit through its route (`sk_gso_max_segs`) and builds one-MSS packets
+/// to begin with. The application keeps its cheap GSO system calls. (Where
+/// the veth has netem, the netem backend also segments before netem:
+/// `netem::segmenter_args`.)
+pub const GSO_MAX_SEGS: u32 = 1;
 
 /// A namespace operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -187,6 +208,23 @@ pub fn cleanup(stale_only: bool) -> Result<Cleaned, NetnsError> {
     Ok(done)
 }
 
+/// The `gso_max_segs` of device `dev` in namespace `ns`, from
+/// `ip -j -d link show`.
+pub fn gso_max_segs(ns: &str, dev: &str) -> Result<u64, NetnsError> {
+    validate_name(ns)?;
+    validate_name(dev)?;
+    let out = run("ip", &["-n", ns, "-j", "-d", "link", "show", "dev", dev])?;
+    parse_gso_max_segs(&out).ok_or_else(|| NetnsError::Command {
+        command: format!("ip -n {ns} -j -d link show dev {dev}"),
+        stderr: format!("no gso_max_segs in the output: {}", out.trim()),
+    })
+}
+
+fn parse_gso_max_segs(json: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v.as_array()?.first()?.get("gso_max_segs")?.as_u64()
+}
+
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// Moves the calling thread (only it) into network namespace `name`, so
@@ -263,24 +301,20 @@ impl Topology {
                 ROUTER_SERVER_IP,
             ),
         ];
+        // Forwarding (netem): every veth end segments GSO packets itself;
+        // see [`GSO_MAX_SEGS`].
+        let segs = GSO_MAX_SEGS.to_string();
+        let gso: &[&str] = if forward {
+            &["gso_max_segs", &segs]
+        } else {
+            &[]
+        };
         for (ns, dev, ip, rdev, rip) in pairs {
-            run(
-                "ip",
-                &[
-                    "link",
-                    "add",
-                    dev,
-                    "netns",
-                    ns,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    rdev,
-                    "netns",
-                    &self.router,
-                ],
-            )?;
+            let mut add = vec!["link", "add", dev, "netns", ns];
+            add.extend_from_slice(gso);
+            add.extend_from_slice(&["type", "veth", "peer", "name", rdev, "netns", &self.router]);
+            add.extend_from_slice(gso);
+            run("ip", &add)?;
             run(
                 "ip",
                 &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", dev],
@@ -305,6 +339,15 @@ impl Topology {
             )?;
         }
         if forward {
+            for (ns, dev) in self.devices() {
+                let segs = gso_max_segs(ns, dev)?;
+                if segs != u64::from(GSO_MAX_SEGS) {
+                    return Err(NetnsError::Command {
+                        command: format!("ip -n {ns} link add {dev} ... gso_max_segs {GSO_MAX_SEGS}"),
+                        stderr: format!("the kernel left gso_max_segs at {segs}, so GSO trains would reach the bottleneck whole"),
+                    });
+                }
+            }
             run(
                 "ip",
                 &[
@@ -318,6 +361,17 @@ impl Topology {
             )?;
         }
         Ok(())
+    }
+
+    /// Every veth end, as (namespace, device): client, the router's two,
+    /// server.
+    pub fn devices(&self) -> [(&str, &'static str); 4] {
+        [
+            (&self.client, CLIENT_DEV),
+            (&self.router, ROUTER_CLIENT_DEV),
+            (&self.router, ROUTER_SERVER_DEV),
+            (&self.server, SERVER_DEV),
+        ]
     }
 
     /// A command that runs `program` inside namespace `ns`.
@@ -364,5 +418,14 @@ mod tests {
         assert_eq!(owner("cclab-123-4-c"), Some(123));
         assert_eq!(owner("other-123"), None);
         assert_eq!(owner("cclab-x-1"), None);
+    }
+
+    #[test]
+    fn gso_max_segs_from_ip_json() {
+        let j = r#"[{"ifindex":2,"ifname":"c0","linkinfo":{"info_kind":"veth"},"gso_max_size":65536,"gso_max_segs":1,"tso_max_segs":65535}]"#;
+        assert_eq!(parse_gso_max_segs(j), Some(1));
+        assert_eq!(parse_gso_max_segs(r#"[{"ifname":"c0"}]"#), None);
+        assert_eq!(parse_gso_max_segs("[]"), None);
+        assert_eq!(parse_gso_max_segs("not json"), None);
     }
 }
