@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
+.PHONY: all bootstrap build test test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
 
 all: build
 
@@ -19,7 +19,15 @@ test: bootstrap
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) reproduce-quick
 	$(MAKE) test-report
+	$(MAKE) test-slurm
 	$(MAKE) test-netem
+
+# examples/slurm/ on a one-node Slurm on localhost (installs Debian's
+# slurm-wlm and munge when missing; prints SKIP and passes when Slurm cannot
+# start here): a 2-task sweep array and its dependent merge, and a tune in
+# waves of 2-task arrays and its merge, checked. About 15 s after the build.
+test-slurm: bootstrap
+	./scripts/test-slurm.sh
 
 # The tests that need kernel netem, in a user-mode Linux guest when this
 # host's kernel has none (`cclab vm`); skipped with the reason printed when
