@@ -119,6 +119,14 @@ impl Sweep {
                     "expected a non-empty array of values".into(),
                 )
             })?;
+            // One backend runs the whole sweep (chosen from the base
+            // scenario); a point claiming another would be mislabelled.
+            if k == "link.backend" {
+                return Err(err(
+                    "grid.link.backend",
+                    "the backend cannot vary within a sweep (every point runs on the base scenario's); set link.backend in the scenario, or run one sweep per backend".into(),
+                ));
+            }
             axes.push((k.clone(), vals.clone()));
         }
         let sw = Sweep {
@@ -445,6 +453,8 @@ mod tests {
         );
         let e = sweep("grd = 1\n").unwrap_err();
         assert!(e.to_string().contains("unknown field"), "{e}");
+        let e = sweep("[grid]\n\"link.backend\" = [\"sim\", \"emu\"]\n").unwrap_err();
+        assert!(e.to_string().contains("cannot vary"), "{e}");
         let e = sweep("[grid]\n\"link.rate\" = []\n").unwrap_err();
         assert!(e.to_string().contains("non-empty"), "{e}");
     }
