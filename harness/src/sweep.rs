@@ -352,12 +352,30 @@ pub fn run_sweep(
     Ok(report.into_inner().unwrap())
 }
 
+/// What a merge found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Merged {
+    /// Run directories copied (complete ones already there are kept).
+    pub copied: usize,
+    /// Points in the merged index, and how many are complete.
+    pub points: usize,
+    /// Complete points.
+    pub complete: usize,
+    /// Points in the whole grid (from the shards' indexes), if known.
+    pub total: Option<usize>,
+    /// Grid indexes with no complete point, when the total is known.
+    pub missing: Vec<u64>,
+}
+
 /// Joins sweep (or shard) directories into `out`: every run directory is
 /// copied into `out/runs/` (a complete one wins over an incomplete one of
 /// the same name) and the indexes are combined.
-pub fn merge(inputs: &[PathBuf], out: &Path) -> std::io::Result<usize> {
+/// The merged index keeps the grid's size (`total`), so missing points
+/// show.
+pub fn merge(inputs: &[PathBuf], out: &Path) -> std::io::Result<Merged> {
     std::fs::create_dir_all(out.join("runs"))?;
     let mut points: Vec<serde_json::Value> = Vec::new();
+    let mut total: Option<usize> = None;
     let mut n = 0;
     for input in inputs {
         let runs = input.join("runs");
@@ -378,6 +396,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> std::io::Result<usize> {
         }
         if let Ok(t) = std::fs::read_to_string(input.join("sweep.json")) {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
+                if let Some(t) = v["total"].as_u64() {
+                    total = Some(total.unwrap_or(0).max(t as usize));
+                }
                 for p in v["points"].as_array().into_iter().flatten() {
                     points.retain(|q| q["index"] != p["index"]);
                     let mut p = p.clone();
@@ -390,13 +411,29 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> std::io::Result<usize> {
         }
     }
     points.sort_by_key(|p| p["index"].as_u64().unwrap_or(0));
+    let done: Vec<u64> = points
+        .iter()
+        .filter(|p| p["status"] == "complete")
+        .filter_map(|p| p["index"].as_u64())
+        .collect();
+    let missing = match total {
+        Some(t) => (0..t as u64).filter(|i| !done.contains(i)).collect(),
+        None => Vec::new(),
+    };
+    let mut index = serde_json::json!({"points": points});
+    if let Some(t) = total {
+        index["total"] = t.into();
+    }
     let tmp = out.join("sweep.json.part");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(&serde_json::json!({"points": points}))?,
-    )?;
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&index)?)?;
     std::fs::rename(tmp, out.join("sweep.json"))?;
-    Ok(n)
+    Ok(Merged {
+        copied: n,
+        points: points.len(),
+        complete: done.len(),
+        total,
+        missing,
+    })
 }
 
 fn copy_dir(src: &Path, dst: &Path) -> std::io::Result<()> {
@@ -457,5 +494,36 @@ mod tests {
         assert!(e.to_string().contains("cannot vary"), "{e}");
         let e = sweep("[grid]\n\"link.rate\" = []\n").unwrap_err();
         assert!(e.to_string().contains("non-empty"), "{e}");
+    }
+
+    #[test]
+    fn merge_says_which_points_are_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = |name: &str, idx: &[u64]| {
+            let d = dir.path().join(name);
+            let mut pts = Vec::new();
+            for &i in idx {
+                let run = d.join("runs").join(format!("{i:04}-x"));
+                std::fs::create_dir_all(&run).unwrap();
+                std::fs::write(run.join("status.json"), r#"{"state":"complete"}"#).unwrap();
+                pts.push(serde_json::json!({"index": i, "dir": format!("{i:04}-x"), "status": "complete"}));
+            }
+            let index = serde_json::json!({"points": pts, "total": 3});
+            std::fs::write(d.join("sweep.json"), index.to_string()).unwrap();
+            d
+        };
+        let (a, b) = (shard("a", &[0, 2]), shard("b", &[1]));
+        let out = dir.path().join("all");
+        let m = merge(std::slice::from_ref(&a), &out).unwrap();
+        assert_eq!(
+            (m.complete, m.total, m.missing.clone()),
+            (2, Some(3), vec![1])
+        );
+        let m = merge(&[a, b], &out).unwrap();
+        assert_eq!((m.copied, m.complete, m.missing.len()), (1, 3, 0));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("sweep.json")).unwrap())
+                .unwrap();
+        assert_eq!(v["total"], 3);
     }
 }
