@@ -15,6 +15,7 @@ build: bootstrap
 
 test: bootstrap
 	$(CARGO) test --workspace
+	$(MAKE) test-embed
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) reproduce-quick
@@ -39,7 +40,7 @@ test-netem: bootstrap
 # missing; prints SKIP and passes when it cannot): fails on a JavaScript
 # error, a network request or a blank figure.
 test-report: bootstrap
-	$(CARGO) build --release -p harness --bin cclab
+	$(CARGO) build --release -p harness -p quic-server -p quic-client
 	python3 scripts/test-report-chromium.py --cclab target/release/cclab
 
 # docs/images/report-*.png: every algorithm on the sim link (about a minute).
@@ -49,8 +50,10 @@ report-screenshots: bootstrap
 # The embedding examples (examples/embed/: a plain quiche client and a
 # tokio-quiche server picking plugins by spec) against quic-server and
 # quic-client, and the README's plugin walkthrough checked against the code.
-# Each example builds quiche and BoringSSL of its own: about 12 minutes cold
-# on 2 busy cores, 22 s warm.
+# Uses the workspace's `cargo test` build (free after `cargo test --workspace`,
+# so it runs right after it in `make test`); the examples build into
+# target/embed/<example> and link the workspace's BoringSSL: about 3 minutes
+# cold on 2 busy cores, 10 s warm.
 test-embed: bootstrap
 	./scripts/test-embed.sh
 
@@ -64,14 +67,14 @@ test-quiche-example-client: bootstrap
 # runs), on the virtual-time link; checks that every claim got a verdict
 # with its figures. Verdicts are results, not test failures.
 reproduce-quick: bootstrap
-	$(CARGO) build --release -p harness
+	$(CARGO) build --release -p harness -p quic-server -p quic-client
 	rm -rf target/reproduce-quick
 	./target/release/cclab reproduce all --quick --quiet --json --out target/reproduce-quick > target/reproduce-quick.json
 	python3 scripts/check-reproduction.py target/reproduce-quick.json br-tcp dcm-plus ewphcc smcc tcp-exp
 
 # The full reproduction (results/reproduce/<paper>/REPRODUCTION.md).
 reproduce: bootstrap
-	$(CARGO) build --release -p harness
+	$(CARGO) build --release -p harness -p quic-server -p quic-client
 	./target/release/cclab reproduce all
 
 # The main job: every registered algorithm alone on the default link

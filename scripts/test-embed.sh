@@ -16,11 +16,32 @@
 #     metrics, which only the plugin logs) must be in that end's qlog.
 #
 # Everything runs on loopback. Exit status 0 when every check passed.
+#
+# Builds. The workspace side is what `cargo test --workspace` (the first
+# step of `make test`) and `make build` build, so after either it costs
+# nothing: the binaries, the plugin's unit tests and BoringSSL all come from
+# `cargo test --workspace --no-run`. (`cargo build -p ...` or `cargo test -p
+# cc-algorithms` resolve other feature sets: another BoringSSL, quiche and
+# workspace crates, built into the same unhashed quiche files, see below.)
 # Each example builds into EMBED_TARGET_DIR/<example> (default
-# target/embed/<example>): the two dependency graphs enable different
-# features, so they share no BoringSSL build, and in one target directory
-# each build would make the other's quiche stale. EMBED_BYTES (default
-# 10000000) is the size of each transfer.
+# target/embed/<example>), never into the workspace's target directory:
+# quiche's library is also a staticlib and a cdylib, so cargo names its
+# files without a hash (deps/libquiche.{rlib,a,so}), and two different quiche
+# builds in one target directory (the workspace's and an example's, or the
+# two examples') overwrite each other's, after which the other one's
+# dependents no longer build. Nor could an example reuse the workspace's
+# compiled quiche: a path dependency's build hash depends on where it lies
+# relative to the workspace root. What the examples do share is BoringSSL,
+# the bulk of a cold build: boring-sys is handed the workspace's BoringSSL
+# (BORING_BSSL_PATH, BORING_BSSL_INCLUDE_PATH) when both lock the same
+# boring-sys version and the workspace enables none of its features, so an
+# example compiles only Rust crates (its dependencies without debug info):
+# about 3 minutes cold for both on 2 busy cores (12 when each built a
+# BoringSSL), 10 s warm.
+# An EMBED_TARGET_DIR outside the checkout (a CI cache, say) keeps the
+# examples' builds across fresh clones: then they recompile only quiche,
+# cc-algorithms and themselves (about 20 s).
+# EMBED_BYTES (default 10000000) is the size of each transfer.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,6 +55,14 @@ fail() {
     exit 1
 }
 step() { echo "test-embed: $*" >&2; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 ./patches/bootstrap.sh
 
@@ -76,45 +105,94 @@ sys.exit(1 if bad else 0)
 EOF
 
 # 2. The example plugin: its unit tests, and `cclab list`. The workspace's
-# binaries are built (debug) if missing or stale.
+# test build (which is made if missing or stale) gives the binaries, the
+# plugin's unit-test executable and the BoringSSL the examples link.
 step "example plugin: unit tests, cclab list; workspace binaries"
-cargo test -q -p cc-algorithms --lib fixed:: 2>&1 | tail -n 3
-cargo build -q -p harness --bin cclab -p quic-server -p quic-client
-bin="${CARGO_TARGET_DIR:-$root/target}/debug"
-listing=$("$bin/cclab" list) || fail "cclab list failed"
+cargo test -q --workspace --no-run --message-format=json-render-diagnostics >"$tmp/ws-build.json" ||
+    fail "the workspace does not build"
+bin_cclab='' bin_quic_server='' bin_quic_client='' plugin_tests=''
+bssl_out='' bssl_version='' bssl_features=''
+eval "$(python3 - "$tmp/ws-build.json" <<'EOF'
+import json, shlex, sys
+
+out = {}
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    reason, pkg = m.get("reason"), m.get("package_id", "")
+    if reason == "compiler-artifact" and m["target"]["kind"] == ["bin"] and not m["profile"]["test"]:
+        out["bin_" + m["target"]["name"].replace("-", "_")] = m["executable"]
+    elif reason == "compiler-artifact" and "#boring-sys@" in pkg and m["target"]["kind"] == ["lib"]:
+        out["bssl_version"] = pkg.rsplit("@", 1)[1]
+        out["bssl_features"] = ",".join(m["features"])
+    elif reason == "compiler-artifact" and m["target"]["name"] == "cc_algorithms" and m["profile"]["test"] and m["target"]["kind"] == ["lib"]:
+        out["plugin_tests"] = m["executable"]
+    elif reason == "build-script-executed" and "#boring-sys@" in pkg:
+        out["bssl_out"] = m["out_dir"]
+for k, v in out.items():
+    print(f"{k}={shlex.quote(v)}")
+EOF
+)"
+for v in bin_cclab bin_quic_server bin_quic_client plugin_tests; do
+    [ -n "${!v}" ] || fail "cargo test --workspace --no-run did not report $v"
+done
+tests_out=$(cd cc-algorithms && "$plugin_tests" -q fixed:: 2>&1) ||
+    { echo "$tests_out" >&2; fail "the fixed plugin's unit tests failed"; }
+tail -n 3 <<<"$tests_out"
+grep -Eq 'test result: ok\. [1-9]' <<<"$tests_out" || fail "no unit tests of the fixed plugin ran"
+listing=$("$bin_cclab" list) || fail "cclab list failed"
 grep -Eq '^fixed +Plugin' <<<"$listing" || fail "cclab list does not show the fixed plugin"
 grep -Eq '^ +window +packets +default 10 ' <<<"$listing" || fail "cclab list does not show fixed's window parameter"
 
 # 3. The examples. Each is built once with clippy-driver as the compiler of
 # its own crate (RUSTC_WORKSPACE_WRAPPER, as `cargo clippy` does), so one
 # build gives both the binary and clippy's verdict: `cargo clippy` works in
-# check mode, whose build-script outputs are separate, and would build
-# BoringSSL a second time for each example.
+# check mode, whose build-script outputs are separate, and would run
+# boring-sys's build script a second time for each example. Dependencies are
+# built without debug info (the examples' own crates keep theirs).
 clippy=$(command -v clippy-driver || true)
 [ -n "$clippy" ] || step "clippy-driver not found: building the examples without clippy"
+# The workspace's BoringSSL (libssl.a and libcrypto.a in build/, boring-sys's
+# patched headers in boringssl/include/), usable when an example locks the
+# same boring-sys version and the workspace enables none of its features.
+bssl=$bssl_out
+bssl_why=
+if [ -z "$bssl" ]; then
+    bssl_why="cargo reported no boring-sys build script run"
+elif [ -n "$bssl_features" ]; then
+    bssl_why="the workspace's boring-sys has features $bssl_features"
+elif ! [ -f "$bssl/build/libssl.a" ] || ! [ -f "$bssl/build/libcrypto.a" ] ||
+    ! [ -f "$bssl/boringssl/include/openssl/x509v3.h" ]; then
+    bssl_why="no BoringSSL build in $bssl"
+fi
 for ex in quiche-client tokio-quiche-server; do
     manifest="$root/examples/embed/$ex/Cargo.toml"
-    export CARGO_TARGET_DIR="$target/$ex"
-    step "building examples/embed/$ex (into $CARGO_TARGET_DIR)"
-    if ! cargo fetch --locked --offline --manifest-path "$manifest" 2>/dev/null; then
-        cargo fetch --locked --manifest-path "$manifest" ||
+    ex_target="$target/$ex"
+    step "building examples/embed/$ex (into $ex_target)"
+    if ! CARGO_TARGET_DIR="$ex_target" cargo fetch --locked --offline --manifest-path "$manifest" 2>/dev/null; then
+        CARGO_TARGET_DIR="$ex_target" cargo fetch --locked --manifest-path "$manifest" ||
             fail "$ex: cargo fetch --locked failed. If cc-algorithms gained a dependency, refresh the lock file: cargo update -p cc-algorithms --manifest-path $manifest"
     fi
     cargo fmt --manifest-path "$manifest" -- --check || fail "$ex is not rustfmt-clean"
-    RUSTC_WORKSPACE_WRAPPER="$clippy" cargo rustc -q --locked --offline --manifest-path "$manifest" --bin "$ex" -- -D warnings ||
+    bssl_env=()
+    ex_bssl=$(python3 -c 'import sys, tomllib
+print(*[p["version"] for p in tomllib.load(open(sys.argv[1], "rb"))["package"] if p["name"] == "boring-sys"])' \
+        "$root/examples/embed/$ex/Cargo.lock")
+    why=$bssl_why
+    [ -n "$why" ] || [ "$ex_bssl" = "$bssl_version" ] || why="boring-sys $ex_bssl here, $bssl_version in the workspace"
+    if [ -n "${BORING_BSSL_PATH:-}" ]; then
+        : # the caller's own BoringSSL, which the workspace uses too
+    elif [ -z "$why" ]; then
+        bssl_env=(BORING_BSSL_PATH="$bssl/build" BORING_BSSL_INCLUDE_PATH="$bssl/boringssl/include")
+    else
+        step "$ex: building a BoringSSL of its own, which takes minutes ($why)"
+    fi
+    env "${bssl_env[@]}" CARGO_TARGET_DIR="$ex_target" RUSTC_WORKSPACE_WRAPPER="$clippy" \
+        cargo rustc -q --locked --offline --config 'profile.dev.package."*".debug=false' \
+        --manifest-path "$manifest" --bin "$ex" -- -D warnings ||
         fail "$ex does not build, or is not clippy-clean"
 done
-unset CARGO_TARGET_DIR
 client_ex="$target/quiche-client/debug/quiche-client"
 server_ex="$target/tokio-quiche-server/debug/tokio-quiche-server"
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 # Starts a server in the background (its stdout in $1); sets $port.
 start_server() {
@@ -145,7 +223,7 @@ count_records() {
 
 # 4a. quiche-client against quic-server.
 step "(a) examples/embed/quiche-client against quic-server"
-start_server "$tmp/a-server.out" "$bin/quic-server" --listen 127.0.0.1:0 --cc cubic --qlog-level off
+start_server "$tmp/a-server.out" "$bin_quic_server" --listen 127.0.0.1:0 --cc cubic --qlog-level off
 url="https://127.0.0.1:$port"
 
 "$client_ex" "$url/bytes/$bytes" --cc vegas:alpha=1,beta=3 --qlog-dir "$tmp/a-get" >"$tmp/a-get.out" ||
@@ -180,7 +258,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 start_server "$tmp/b-server.out" "$server_ex" --listen 127.0.0.1:0 --cert "$tmp/cert.pem" --key "$tmp/key.pem" \
     --cc vegas:alpha=1,beta=3 --qlog-dir "$tmp/b-qlog" --connections 1
 server_pid=${pids[-1]}
-"$bin/quic-client" "https://127.0.0.1:$port/bytes/$bytes" --json --qlog-level off >"$tmp/b-client.json" ||
+"$bin_quic_client" "https://127.0.0.1:$port/bytes/$bytes" --json --qlog-level off >"$tmp/b-client.json" ||
     { cat "$tmp/b-client.json" >&2; fail "(b) quic-client's download from tokio-quiche-server failed"; }
 python3 - "$tmp/b-client.json" "$bytes" <<'EOF' || fail "(b) quic-client did not receive $bytes bytes"
 import json, sys
