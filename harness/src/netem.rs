@@ -353,16 +353,25 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
     let mut leaf = s(&[
         "-n", ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
     ]);
+    leaf.extend(leaf_qdisc(d, limit, mtu, &rate));
+    vec![root, class, leaf]
+}
+
+/// The bottleneck's leaf qdisc under the htb class: its kind and options
+/// (`pfifo`/`bfifo`, `red`, `codel`, `fq_codel` or `pie`).
+fn leaf_qdisc(d: &DirectionSpec, limit: u64, mtu: u64, rate: &str) -> Vec<String> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    let mut out = Vec::new();
     match (d.aqm, d.queue) {
         (Aqm::DropTail, QueueLimit::Packets(p)) => {
-            leaf.extend(s(&["pfifo", "limit", &p.to_string()]))
+            out.extend(s(&["pfifo", "limit", &p.to_string()]))
         }
-        (Aqm::DropTail, _) => leaf.extend(s(&["bfifo", "limit", &limit.to_string()])),
+        (Aqm::DropTail, _) => out.extend(s(&["bfifo", "limit", &limit.to_string()])),
         (Aqm::Red(p), _) => {
             let avpkt = p.mean_pktsize as f64;
             let min = p.min_th * avpkt;
             let max = p.max_th * avpkt;
-            leaf.extend(s(&[
+            out.extend(s(&[
                 "red",
                 "limit",
                 &limit.max(max as u64 * 2).to_string(),
@@ -377,7 +386,7 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
                 "probability",
                 &p.max_p.to_string(),
                 "bandwidth",
-                &rate,
+                rate,
             ]))
         }
         (Aqm::CoDel(c), _) => {
@@ -388,7 +397,7 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
             // over all flows.
             let fq = d.sched == Sched::Fq;
             let pkts = (limit / mtu).max(1);
-            leaf.extend(s(&[
+            out.extend(s(&[
                 if fq { "fq_codel" } else { "codel" },
                 "limit",
                 &pkts.to_string(),
@@ -398,9 +407,9 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
                 &format_duration_ns(c.interval_ns),
             ]));
             if fq {
-                leaf.extend(s(&["quantum", &mtu.to_string()]));
+                out.extend(s(&["quantum", &mtu.to_string()]));
             }
-            leaf.push("noecn".into());
+            out.push("noecn".into());
         }
         (Aqm::Pie(p), _) => {
             // Linux's pie (RFC 8033): `limit` in packets; `target` and
@@ -415,7 +424,7 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
             // de-randomization).
             let pkts = (limit / mtu).max(1);
             let sixteenths = |x: f64| ((x * 16.0).round() as u32).clamp(1, 32).to_string();
-            leaf.extend(s(&[
+            out.extend(s(&[
                 "pie",
                 "limit",
                 &pkts.to_string(),
@@ -430,11 +439,11 @@ pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> 
                 "noecn",
             ]));
             if p.bytemode {
-                leaf.push("bytemode".into());
+                out.push("bytemode".into());
             }
         }
     }
-    vec![root, class, leaf]
+    out
 }
 
 /// Where each direction's qdiscs go in a topology: (endpoint ns, endpoint

@@ -339,27 +339,34 @@ impl Topology {
             )?;
         }
         if forward {
-            for (ns, dev) in self.devices() {
-                let segs = gso_max_segs(ns, dev)?;
-                if segs != u64::from(GSO_MAX_SEGS) {
-                    return Err(NetnsError::Command {
-                        command: format!("ip -n {ns} link add {dev} ... gso_max_segs {GSO_MAX_SEGS}"),
-                        stderr: format!("the kernel left gso_max_segs at {segs}, so GSO trains would reach the bottleneck whole"),
-                    });
-                }
-            }
-            run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    &self.router,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv4.ip_forward=1",
-                ],
-            )?;
+            self.enable_forwarding()?;
         }
+        Ok(())
+    }
+
+    /// Checks that every veth end segments GSO packets itself (see
+    /// [`GSO_MAX_SEGS`]) and turns on forwarding in the router.
+    fn enable_forwarding(&self) -> Result<(), NetnsError> {
+        for (ns, dev) in self.devices() {
+            let segs = gso_max_segs(ns, dev)?;
+            if segs != u64::from(GSO_MAX_SEGS) {
+                return Err(NetnsError::Command {
+                    command: format!("ip -n {ns} link add {dev} ... gso_max_segs {GSO_MAX_SEGS}"),
+                    stderr: format!("the kernel left gso_max_segs at {segs}, so GSO trains would reach the bottleneck whole"),
+                });
+            }
+        }
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &self.router,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+            ],
+        )?;
         Ok(())
     }
 

@@ -111,24 +111,7 @@ impl Sweep {
             Some(_) => return Err(err("grid", "expected a table of field = [values]".into())),
             None => toml::Table::new(),
         };
-        let mut axes = Vec::new();
-        for (k, v) in &grid {
-            let vals = v.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
-                err(
-                    &format!("grid.{k}"),
-                    "expected a non-empty array of values".into(),
-                )
-            })?;
-            // One backend runs the whole sweep (chosen from the base
-            // scenario); a point claiming another would be mislabelled.
-            if k == "link.backend" {
-                return Err(err(
-                    "grid.link.backend",
-                    "the backend cannot vary within a sweep (every point runs on the base scenario's); set link.backend in the scenario, or run one sweep per backend".into(),
-                ));
-            }
-            axes.push((k.clone(), vals.clone()));
-        }
+        let axes = axes(&grid, &err)?;
         let sw = Sweep {
             base,
             axes,
@@ -350,6 +333,32 @@ pub fn run_sweep(
     });
     write_index(out, sw, &mine)?;
     Ok(report.into_inner().unwrap())
+}
+
+/// The grid's axes: each field and its values, in key order.
+fn axes(
+    grid: &toml::Table,
+    err: &dyn Fn(&str, String) -> ScenarioError,
+) -> Result<Vec<(String, Vec<toml::Value>)>, ScenarioError> {
+    let mut axes = Vec::new();
+    for (k, v) in grid {
+        let vals = v.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
+            err(
+                &format!("grid.{k}"),
+                "expected a non-empty array of values".into(),
+            )
+        })?;
+        // One backend runs the whole sweep (chosen from the base
+        // scenario); a point claiming another would be mislabelled.
+        if k == "link.backend" {
+            return Err(err(
+            "grid.link.backend",
+            "the backend cannot vary within a sweep (every point runs on the base scenario's); set link.backend in the scenario, or run one sweep per backend".into(),
+        ));
+        }
+        axes.push((k.clone(), vals.clone()));
+    }
+    Ok(axes)
 }
 
 /// What a merge found.
