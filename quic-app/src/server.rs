@@ -9,6 +9,14 @@
 //! A client that starts with a QUIC version quiche does not speak gets a
 //! Version Negotiation packet (RFC 9000 §6) listing the versions it does,
 //! and no connection state: see [`ServerApp::pop_stateless`].
+//!
+//! With [`ServerApp::set_retry`], the server validates client addresses
+//! with Retry (RFC 9000 §8.1.2, §17.2.5) before it keeps any state: an
+//! Initial without a token gets a Retry packet carrying a token that binds
+//! the client's address, its original destination connection ID and the
+//! Retry's source connection ID, authenticated and valid for
+//! [`RETRY_TOKEN_LIFETIME`]; only an Initial that echoes a valid token
+//! makes a connection. Off by default.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -34,7 +42,18 @@ pub struct ServerStats {
     /// Version Negotiation packets queued for clients that offered a
     /// version we do not support.
     pub version_negotiations: u64,
+    /// Retry packets queued for Initials without a token (with Retry on).
+    pub retries: u64,
+    /// Initials dropped for a token that is forged, altered, expired or
+    /// from another address (with Retry on).
+    pub invalid_tokens: u64,
 }
+
+/// How long a Retry token stays valid.
+pub const RETRY_TOKEN_LIFETIME: Duration = Duration::from_secs(10);
+
+/// Bytes of the HMAC-SHA256 tag that ends a Retry token.
+const TOKEN_TAG_LEN: usize = 32;
 
 /// The smallest UDP payload that may carry a client's first packet: RFC
 /// 9000 §14.1 has servers discard Initial packets in smaller datagrams,
@@ -49,7 +68,8 @@ pub const MIN_INITIAL_DATAGRAM: usize = quiche::MIN_CLIENT_INITIAL_LEN;
 /// takes them.
 const MAX_STATELESS: usize = 64;
 
-/// A packet sent outside any connection: a Version Negotiation packet.
+/// A packet sent outside any connection: a Version Negotiation or Retry
+/// packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stateless {
     /// The packet.
@@ -196,27 +216,53 @@ pub struct ServerApp {
     closing: bool,
     /// Packets that belong to no connection, oldest first.
     stateless: VecDeque<Stateless>,
+    /// Validate addresses with Retry before making connections.
+    retry: bool,
+    /// Authenticates Retry tokens.
+    token_key: ring::hmac::Key,
+    /// Where Retry token expiry times count from (the first Retry).
+    token_epoch: Option<Instant>,
 }
 
 impl ServerApp {
     /// A server with TLS and transport settings in `config`; connection
-    /// ids are derived from the client's with an HMAC keyed by `cid_key`.
+    /// ids are derived from the client's with an HMAC keyed by `cid_key`,
+    /// and Retry tokens are authenticated with a key derived from it (so a
+    /// random `cid_key` per process makes tokens valid in that process
+    /// only).
     pub fn new(
         config: quiche::Config,
         settings: ServerSettings,
         cid_key: &[u8; 32],
     ) -> Result<ServerApp, quiche::h3::Error> {
+        let cid_key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, cid_key);
+        let token_key = ring::hmac::sign(&cid_key, b"cclab retry token key");
         Ok(ServerApp {
             config,
             h3_config: quiche::h3::Config::new()?,
             settings,
             peers: BTreeMap::new(),
-            cid_key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, cid_key),
+            cid_key,
             stats: ServerStats::default(),
             last_refusal_log: None,
             closing: false,
             stateless: VecDeque::new(),
+            retry: false,
+            token_key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, token_key.as_ref()),
+            token_epoch: None,
         })
+    }
+
+    /// Turns address validation with Retry on or off (off by default):
+    /// when on, only Initials that echo a valid Retry token make
+    /// connections. See the module documentation.
+    pub fn set_retry(&mut self, on: bool) {
+        self.retry = on;
+    }
+
+    /// Whether addresses are validated with Retry.
+    pub fn retry(&self) -> bool {
+        self.retry
     }
 
     /// The counters.
@@ -262,7 +308,7 @@ impl ServerApp {
     }
 
     /// The next packet to send that belongs to no connection (a Version
-    /// Negotiation packet), oldest first. Drivers send these after
+    /// Negotiation or Retry packet), oldest first. Drivers send these after
     /// receiving, as they send the connections' packets.
     pub fn pop_stateless(&mut self) -> Option<Stateless> {
         self.stateless.pop_front()
@@ -289,10 +335,29 @@ impl ServerApp {
         };
         let key = if self.peers.contains_key(hdr.dcid.as_ref()) {
             hdr.dcid.to_vec()
+        } else if self.retry && hdr.ty == quiche::Type::Initial {
+            let token = hdr.token.as_deref().unwrap_or_default();
+            if token.is_empty() {
+                self.send_retry(&hdr, pkt.len(), from, to, now);
+                return;
+            }
+            let Some(odcid) = self.validate_token(token, &hdr.dcid, from, now) else {
+                self.stats.invalid_tokens += 1;
+                return;
+            };
+            // The client's DCID is the Retry's SCID, which the token
+            // vouches we chose: it stays our connection ID, as quiche
+            // sends it as retry_source_connection_id.
+            let scid = hdr.dcid.to_vec();
+            let odcid = quiche::ConnectionId::from_vec(odcid);
+            if !self.accept(&hdr, pkt.len(), &scid, Some(&odcid), from, to, now) {
+                return;
+            }
+            scid
         } else {
             let derived = self.derived_cid(&hdr.dcid);
             if !self.peers.contains_key(&derived)
-                && !self.accept(&hdr, pkt.len(), &derived, from, to, now)
+                && !self.accept(&hdr, pkt.len(), &derived, None, from, to, now)
             {
                 return;
             }
@@ -344,13 +409,124 @@ impl ServerApp {
         });
     }
 
+    /// What the tag of a Retry token authenticates: the expiry and
+    /// original destination CID the token carries (`body`), the Retry's
+    /// source CID and the client's address.
+    fn token_signed(body: &[u8], retry_scid: &[u8], client: SocketAddr) -> Vec<u8> {
+        let mut m = b"cclab retry token v1".to_vec();
+        m.extend_from_slice(body);
+        m.push(retry_scid.len() as u8);
+        m.extend_from_slice(retry_scid);
+        match client.ip() {
+            std::net::IpAddr::V4(ip) => {
+                m.push(4);
+                m.extend_from_slice(&ip.octets());
+            }
+            std::net::IpAddr::V6(ip) => {
+                m.push(6);
+                m.extend_from_slice(&ip.octets());
+            }
+        }
+        m.extend_from_slice(&client.port().to_be_bytes());
+        m
+    }
+
+    /// Queues a Retry packet (RFC 9000 §17.2.5) for a client Initial
+    /// without a token that came in a datagram of `len` bytes, without
+    /// connection state. The token: expiry (milliseconds after
+    /// `token_epoch`, 8 bytes), the original DCID (length, bytes), and an
+    /// HMAC-SHA256 tag over those, the Retry's source CID and the
+    /// client's address ([`token_signed`](Self::token_signed)).
+    fn send_retry(
+        &mut self,
+        hdr: &quiche::Header,
+        len: usize,
+        from: SocketAddr,
+        to: SocketAddr,
+        now: Instant,
+    ) {
+        if self.closing
+            || len < MIN_INITIAL_DATAGRAM
+            || hdr.dcid.len() > quiche::MAX_CONN_ID_LEN
+            || self.stateless.len() >= MAX_STATELESS
+        {
+            self.stats.ignored_datagrams += 1;
+            return;
+        }
+        let epoch = *self.token_epoch.get_or_insert(now);
+        let expiry =
+            (now.saturating_duration_since(epoch) + RETRY_TOKEN_LIFETIME).as_millis() as u64;
+        let mut token = expiry.to_be_bytes().to_vec();
+        token.push(hdr.dcid.len() as u8);
+        token.extend_from_slice(&hdr.dcid);
+        // A new connection ID for every Retry, unpredictable to the
+        // client; from the keyed hash, so a simulation stays
+        // deterministic.
+        let new_scid = ring::hmac::sign(&self.cid_key, &[b"retry scid", &token[..]].concat());
+        let new_scid = &new_scid.as_ref()[..quiche::MAX_CONN_ID_LEN];
+        let tag = ring::hmac::sign(&self.token_key, &Self::token_signed(&token, new_scid, from));
+        token.extend_from_slice(tag.as_ref());
+        let mut out = [0u8; 256];
+        let n = match quiche::retry(
+            &hdr.scid,
+            &hdr.dcid,
+            &quiche::ConnectionId::from_ref(new_scid),
+            &token,
+            hdr.version,
+            &mut out,
+        ) {
+            Ok(n) => n,
+            Err(_) => {
+                self.stats.ignored_datagrams += 1;
+                return;
+            }
+        };
+        self.stats.retries += 1;
+        self.stateless.push_back(Stateless {
+            data: out[..n].to_vec(),
+            to: from,
+            from: to,
+        });
+    }
+
+    /// The original destination CID in `token`, if the token is one we
+    /// made for a Retry with source CID `dcid` (the DCID the client now
+    /// uses), sent to `from`, and has not expired at `now`.
+    fn validate_token(
+        &self,
+        token: &[u8],
+        dcid: &[u8],
+        from: SocketAddr,
+        now: Instant,
+    ) -> Option<Vec<u8>> {
+        let epoch = self.token_epoch?;
+        let body_len = token.len().checked_sub(TOKEN_TAG_LEN)?;
+        let (body, tag) = token.split_at(body_len);
+        let (expiry, rest) = body.split_first_chunk::<8>()?;
+        let (&odcid_len, odcid) = rest.split_first()?;
+        if odcid.len() != odcid_len as usize {
+            return None;
+        }
+        // Constant-time comparison of the tag.
+        ring::hmac::verify(&self.token_key, &Self::token_signed(body, dcid, from), tag).ok()?;
+        let now_ms = now.saturating_duration_since(epoch).as_millis() as u64;
+        if now_ms > u64::from_be_bytes(*expiry) {
+            return None;
+        }
+        Some(odcid.to_vec())
+    }
+
     /// Makes a connection for a client Initial that came in a datagram of
     /// `pkt_len` bytes; false if the datagram is not one we accept.
+    /// `odcid` is the client's original destination CID when it came
+    /// through a Retry.
+    #[allow(clippy::too_many_arguments)]
     fn accept(
         &mut self,
         hdr: &quiche::Header,
         pkt_len: usize,
         scid: &[u8],
+        odcid: Option<&quiche::ConnectionId>,
         from: SocketAddr,
         to: SocketAddr,
         now: Instant,
@@ -379,7 +555,7 @@ impl ServerApp {
             return false;
         }
         let scid_ref = quiche::ConnectionId::from_ref(scid);
-        let mut conn = match quiche::accept(&scid_ref, None, to, from, &mut self.config) {
+        let mut conn = match quiche::accept(&scid_ref, odcid, to, from, &mut self.config) {
             Ok(c) => c,
             Err(_) => {
                 self.stats.ignored_datagrams += 1;

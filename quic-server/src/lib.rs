@@ -104,6 +104,14 @@ impl Server {
         self.socket.local_addr()
     }
 
+    /// Turns address validation with Retry (RFC 9000 §8.1.2) on or off
+    /// (off by default): when on, a client's first Initial gets a Retry
+    /// packet whose token it must echo, and only then makes a connection.
+    /// See [`ServerApp::set_retry`].
+    pub fn set_retry(&mut self, on: bool) {
+        self.app.set_retry(on);
+    }
+
     /// Serves until `shutdown` completes, then closes every connection and
     /// flushes their qlog files. Returns the counters.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<ServerStats> {
@@ -145,7 +153,7 @@ impl Server {
             self.app.process(Instant::now());
             while let Some(p) = self.app.pop_stateless() {
                 // Stateless packets are unreliable by design: a client whose
-                // Version Negotiation is lost tries again.
+                // Version Negotiation or Retry is lost tries again.
                 let _ = self.socket.send(p.to, &p.data, p.data.len()).await;
             }
             for peer in self.app.peers_mut() {

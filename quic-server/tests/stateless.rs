@@ -1,5 +1,6 @@
-//! The server over real sockets: Version Negotiation goes out on the wire,
-//! and no run, however it ends, leaves files in the temporary directory.
+//! The server over real sockets: Version Negotiation and (with Retry on)
+//! Retry go out on the wire, and no run, however it ends, leaves files in
+//! the temporary directory.
 
 use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
@@ -75,6 +76,65 @@ fn version_negotiation_goes_out_on_the_wire() {
     assert!(vn[19..].chunks(4).any(|v| v == [0, 0, 0, 1]), "{vn:x?}");
     assert_eq!(stats.version_negotiations, 1);
     assert_eq!(stats.accepted, 0);
+}
+
+#[test]
+fn retry_goes_out_on_the_wire_and_makes_no_connection() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut server = rt.block_on(Server::bind(config())).unwrap();
+    server.set_retry(true);
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let probe = std::thread::spawn(move || {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        // A quiche client's first Initial: no token.
+        let mut config = quic_app::base_config(quiche::h3::APPLICATION_PROTOCOL).unwrap();
+        config.verify_peer(false);
+        let scid = [0x33; quiche::MAX_CONN_ID_LEN];
+        let mut conn = quiche::connect(
+            Some("localhost"),
+            &quiche::ConnectionId::from_ref(&scid),
+            sock.local_addr().unwrap(),
+            addr,
+            &mut config,
+        )
+        .unwrap();
+        let mut out = [0u8; 1500];
+        let (n, _) = conn.send(&mut out).unwrap();
+        let mut initial = out[..n].to_vec();
+        let odcid = quiche::Header::from_slice(&mut initial, quiche::MAX_CONN_ID_LEN)
+            .unwrap()
+            .dcid
+            .to_vec();
+        sock.send_to(&out[..n], addr).unwrap();
+        let mut buf = [0u8; 2048];
+        let (n, from) = sock.recv_from(&mut buf).expect("a Retry packet");
+        let _ = stop.send(());
+        (n, buf[..n].to_vec(), from, scid, odcid)
+    });
+    let stats = rt
+        .block_on(server.run(async {
+            let _ = stopped.await;
+        }))
+        .unwrap();
+    let (n, mut retry, from, scid, odcid) = probe.join().unwrap();
+    assert_eq!(from, addr);
+    assert!(n < 1200, "a {n}-byte Retry amplifies");
+    let hdr = quiche::Header::from_slice(&mut retry, quiche::MAX_CONN_ID_LEN).unwrap();
+    assert_eq!(hdr.ty, quiche::Type::Retry);
+    assert_eq!(hdr.version, 1);
+    assert!(!hdr.token.as_deref().unwrap_or_default().is_empty());
+    assert_eq!(
+        hdr.dcid.as_ref(),
+        &scid[..],
+        "DCID must be the client's SCID"
+    );
+    assert_ne!(hdr.scid.as_ref(), &odcid[..], "a new SCID");
+    assert_eq!((stats.retries, stats.accepted), (1, 0));
 }
 
 /// Starts the binary with `tmp` as its temporary directory; returns once
