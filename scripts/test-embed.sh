@@ -17,21 +17,16 @@
 #
 # Everything runs on loopback. Exit status 0 when every check passed.
 #
-# Builds. The workspace side is what `cargo test --workspace` (the first
-# step of `make test`) and `make build` build, so after either it costs
-# nothing: the binaries, the plugin's unit tests and BoringSSL all come from
-# `cargo test --workspace --no-run`. (`cargo build -p ...` or `cargo test -p
-# cc-algorithms` resolve other feature sets: another BoringSSL, quiche and
-# workspace crates, built into the same unhashed quiche files, see below.)
+# Builds. The workspace side is scripts/ws-build.sh (`cargo test --workspace
+# --release --no-run`, the build every stage of `make test` shares), so after
+# it this costs nothing: the binaries, the plugin's unit tests and BoringSSL
+# all come from it.
 # Each example builds into EMBED_TARGET_DIR/<example> (default
-# target/embed/<example>), never into the workspace's target directory:
-# quiche's library is also a staticlib and a cdylib, so cargo names its
-# files without a hash (deps/libquiche.{rlib,a,so}), and two different quiche
-# builds in one target directory (the workspace's and an example's, or the
-# two examples') overwrite each other's, after which the other one's
-# dependents no longer build. Nor could an example reuse the workspace's
-# compiled quiche: a path dependency's build hash depends on where it lies
-# relative to the workspace root. What the examples do share is BoringSSL,
+# target/embed/<example>), apart from the workspace's target directory: an
+# example is a workspace of its own, and cargo hashes a path dependency by
+# where it lies relative to the workspace root, so an example could not
+# reuse the workspace's compiled quiche or cc-algorithms anyway.
+# What the examples do share is BoringSSL,
 # the bulk of a cold build: boring-sys is handed the workspace's BoringSSL
 # (BORING_BSSL_PATH, BORING_BSSL_INCLUDE_PATH) when both lock the same
 # boring-sys version and the workspace enables none of its features, so an
@@ -105,33 +100,12 @@ sys.exit(1 if bad else 0)
 EOF
 
 # 2. The example plugin: its unit tests, and `cclab list`. The workspace's
-# test build (which is made if missing or stale) gives the binaries, the
-# plugin's unit-test executable and the BoringSSL the examples link.
+# one release build (scripts/ws-build.sh, made if missing or stale) gives
+# the binaries, the plugin's unit-test executable and the BoringSSL the
+# examples link.
 step "example plugin: unit tests, cclab list; workspace binaries"
-cargo test -q --workspace --no-run --message-format=json-render-diagnostics >"$tmp/ws-build.json" ||
-    fail "the workspace does not build"
-bin_cclab='' bin_quic_server='' bin_quic_client='' plugin_tests=''
-bssl_out='' bssl_version='' bssl_features=''
-eval "$(python3 - "$tmp/ws-build.json" <<'EOF'
-import json, shlex, sys
-
-out = {}
-for line in open(sys.argv[1]):
-    m = json.loads(line)
-    reason, pkg = m.get("reason"), m.get("package_id", "")
-    if reason == "compiler-artifact" and m["target"]["kind"] == ["bin"] and not m["profile"]["test"]:
-        out["bin_" + m["target"]["name"].replace("-", "_")] = m["executable"]
-    elif reason == "compiler-artifact" and "#boring-sys@" in pkg and m["target"]["kind"] == ["lib"]:
-        out["bssl_version"] = pkg.rsplit("@", 1)[1]
-        out["bssl_features"] = ",".join(m["features"])
-    elif reason == "compiler-artifact" and m["target"]["name"] == "cc_algorithms" and m["profile"]["test"] and m["target"]["kind"] == ["lib"]:
-        out["plugin_tests"] = m["executable"]
-    elif reason == "build-script-executed" and "#boring-sys@" in pkg:
-        out["bssl_out"] = m["out_dir"]
-for k, v in out.items():
-    print(f"{k}={shlex.quote(v)}")
-EOF
-)"
+eval "$(./scripts/ws-build.sh)" || fail "the workspace does not build"
+plugin_tests=${test_cc_algorithms__lib:-}
 for v in bin_cclab bin_quic_server bin_quic_client plugin_tests; do
     [ -n "${!v}" ] || fail "cargo test --workspace --no-run did not report $v"
 done

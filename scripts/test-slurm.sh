@@ -8,12 +8,13 @@
 #
 # Installs Debian's slurm-wlm and munge when missing (scripts/ensure-slurm.sh).
 # When Slurm cannot be installed or cannot start here (or cannot run even a
-# trivial job), prints `SKIP: <reason>` and exits 0; a failing sweep, merge or
+# trivial job), prints `test-slurm: SKIPPED: <reason>` and exits 0, or under CI
+# (CI=true) fails with that reason (scripts/lib/ci.sh); a failing sweep, merge or
 # report fails the test (exit 1) and prints the jobs' logs.
 #
 # Env: TEST_SLURM_TIMEOUT (seconds for the array and the merge; default 600),
 # TEST_SLURM_KEEP=1 keeps the temporary directory, TEST_SLURM_NO_BUILD=1
-# skips the cargo build.
+# skips the build (scripts/ws-build.sh, the workspace's one release build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/sbin:/sbin
@@ -83,10 +84,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-skip() {
-    echo "SKIP: test-slurm: $*"
-    exit 0
-}
+. scripts/lib/ci.sh
+skip() { cannot_run test-slurm "$*"; }
 
 show_logs() {
     local f
@@ -111,9 +110,9 @@ fail() {
 
 ./scripts/ensure-slurm.sh || skip "Slurm (slurm-wlm, munge) is not installed and could not be installed"
 if [ "${TEST_SLURM_NO_BUILD:-0}" != 1 ]; then
-    say "building the release binaries"
+    say "the workspace's release build (scripts/ws-build.sh)"
     t_build=$(date +%s.%N)
-    cargo build -q --release -p harness -p quic-server -p quic-client
+    ./scripts/ws-build.sh >/dev/null
     say "build: $(elapsed "$t_build") s"
 fi
 for b in cclab quic-server quic-client; do

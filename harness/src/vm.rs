@@ -14,10 +14,17 @@
 //!   software emulation (TCG: every instruction emulated, about 30 s to boot
 //!   and slow for CPU-heavy work such as QUIC's cryptography).
 //!
-//! Either way the guest sees the host's root filesystem read-only, with
-//! fresh in-memory `/tmp` and `/run`, and the working directory (the
-//! project checkout) plus any `--rw DIR` writable, so results written in the
-//! guest land on the host. The command runs as root in the guest with the
+//! `CCLAB_VM_KERNEL` in the environment names another guest kernel (a
+//! `linux.uml` for uml, a vmlinuz for qemu).
+//!
+//! Either way the guest sees the host's root filesystem read-only, with a
+//! fresh in-memory `/run`, and the host's `/tmp` and `/var/tmp`, the working
+//! directory (the project checkout) and any `--rw DIR` writable, so whatever
+//! the command writes lands on the host: a result directory such as
+//! `--out /tmp/x` is on the host when the guest has gone, and a path the
+//! guest cannot write fails with "Read-only file system" rather than
+//! vanishing with the guest. `cclab run --vm` refuses, before booting, an
+//! `--out` the guest could not write ([`guest_can_write`]). The command runs as root in the guest with the
 //! host's environment; its standard output and error come back on separate
 //! channels, and its exit status becomes `cclab vm`'s. The guest kernel's
 //! own console goes to `console.log` in the job directory, printed when
@@ -232,6 +239,37 @@ fn apt_install(pkgs: &[&str], verbose: bool) -> bool {
                 .args(pkgs)))
 }
 
+/// The host directories every guest may write besides the working
+/// directory and `--rw` ones: the host's own temporary directories.
+pub const SHARED_TMP: &[&str] = &["/tmp", "/var/tmp"];
+
+/// Whether a command in the guest can write `path` (absolute, or relative
+/// to `cwd`): it lies under `cwd`, under one of `writable`, or under the
+/// shared temporary directories. Lexical: `..` is resolved, symbolic links
+/// are not followed.
+pub fn guest_can_write(path: &Path, cwd: &Path, writable: &[PathBuf]) -> bool {
+    let abs = normalize(&cwd.join(path));
+    let under = |d: &Path| abs.starts_with(normalize(d));
+    under(cwd)
+        || writable.iter().any(|w| under(w))
+        || SHARED_TMP.iter().any(|t| under(Path::new(t)))
+}
+
+/// `path` with `.` and `..` resolved lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Finds `prog`, installing `pkg` first if allowed.
 fn need(kind: &'static str, prog: &str, pkg: &str, opts: &VmOptions) -> Result<PathBuf, VmError> {
     if let Some(p) = which(prog) {
@@ -254,7 +292,7 @@ fn need(kind: &'static str, prog: &str, pkg: &str, opts: &VmOptions) -> Result<P
 /// to the job directory; powers the guest off.
 fn init_script(
     job: &Path,
-    modules_root: Option<&Path>,
+    modules_root: Option<(&Path, &Path)>,
     cwd: &Path,
     writable: &[PathBuf],
     cmd: &[String],
@@ -265,20 +303,27 @@ fn init_script(
     s += "mount -t proc proc /proc\nmount -t sysfs sysfs /sys\n";
     s += "mount -t tmpfs -o mode=755 run /run\nmkdir -p /run/job /run/netns\n";
     s += &format!("mount -t hostfs -o {} none /run/job\n", q(job));
-    s += "mount -t tmpfs -o mode=1777 tmp /tmp\nmount -t tmpfs -o mode=1777 vartmp /var/tmp 2>/dev/null\n";
+    // The host's temporary directories, not the guest's own: a result
+    // written under /tmp must outlive the guest.
+    for t in SHARED_TMP {
+        s += &format!("[ -d {t} ] && mount -t hostfs -o {t} none {t}\n");
+    }
     for w in writable {
         s += &format!(
             "mkdir -p {0} 2>/dev/null; mount -t hostfs -o {0} none {0}\n",
             q(w)
         );
     }
-    if let Some(root) = modules_root {
+    if let Some((root, modprobe)) = modules_root {
         // The guest kernel looks for modules under /lib/modules, which the
         // read-only host root does not have: point modprobe (ours and the
         // kernel's on-demand calls) at the package's tree.
         s += "mkdir -p /run/mod/lib\n";
         s += &format!("ln -s {} /run/mod/lib/modules\n", q(root));
-        s += "printf '#!/bin/sh\\nexec /sbin/modprobe -d /run/mod \"$@\"\\n' > /run/modprobe\n";
+        s += &format!(
+            "printf '#!/bin/sh\\nexec %s -d /run/mod \"$@\"\\n' {} > /run/modprobe\n",
+            q(modprobe)
+        );
         s += "chmod +x /run/modprobe\necho /run/modprobe > /proc/sys/kernel/modprobe\n";
         s += &format!(
             "for m in {}; do /run/modprobe -q $m; done\n",
@@ -435,7 +480,13 @@ fn start_uml(
     cmd: &[String],
     opts: &VmOptions,
 ) -> Result<(std::process::Child, PathBuf), VmError> {
-    let linux = need("uml", "linux.uml", "user-mode-linux", opts)?;
+    let linux = match kernel_override("uml", "a user-mode Linux kernel (linux.uml)")? {
+        Some(k) => k,
+        None => need("uml", "linux.uml", "user-mode-linux", opts)?,
+    };
+    // The guest loads its modules (sch_netem, ...) with the host's modprobe
+    // (kmod): without it every qdisc module is "unknown" in the guest.
+    let modprobe = need("uml", "modprobe", "kmod", opts)?;
     let modules = uml_modules().ok_or_else(|| VmError::Missing {
         kind: "uml",
         what: "the UML kernel modules (/usr/lib/uml/modules/*/modules.dep)".into(),
@@ -444,7 +495,7 @@ fn start_uml(
     let init = job.dir.join("init");
     std::fs::write(
         &init,
-        init_script(&job.dir, Some(&modules), cwd, writable, cmd),
+        init_script(&job.dir, Some((&modules, &modprobe)), cwd, writable, cmd),
     )?;
     std::fs::set_permissions(&init, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
     let console = job.dir.join("console.log");
@@ -486,6 +537,23 @@ fn start_uml(
         });
     }
     Ok((c.spawn()?, console))
+}
+
+/// The guest kernel named by `CCLAB_VM_KERNEL`, if set; an error if it
+/// names no file.
+fn kernel_override(kind: &'static str, what: &str) -> Result<Option<PathBuf>, VmError> {
+    let Some(k) = std::env::var_os("CCLAB_VM_KERNEL") else {
+        return Ok(None);
+    };
+    let p = PathBuf::from(k);
+    if p.is_file() {
+        return Ok(Some(p));
+    }
+    Err(VmError::Missing {
+        kind,
+        what: format!("the kernel CCLAB_VM_KERNEL names ({})", p.display()),
+        how: format!("point CCLAB_VM_KERNEL at {what}, or unset it"),
+    })
 }
 
 /// Where the qemu guest's kernel is cached.
@@ -590,7 +658,10 @@ fn start_qemu(
         what: "virtme-ng's `vng`".into(),
         how: "pip install virtme-ng".into(),
     })?;
-    let kernel = stock_kernel(opts)?;
+    let kernel = match kernel_override("qemu", "a bootable kernel image (vmlinuz)")? {
+        Some(k) => k,
+        None => stock_kernel(opts)?,
+    };
     let kvm = kvm_usable();
     if opts.verbose {
         eprintln!(
@@ -627,6 +698,9 @@ fn start_qemu(
     for w in writable.iter().chain([&job.dir]) {
         c.arg(format!("--rwdir={}", w.display()));
     }
+    for t in SHARED_TMP.iter().filter(|t| Path::new(t).is_dir()) {
+        c.arg(format!("--rwdir={t}"));
+    }
     c.arg("--").arg(&script);
     c.stdin(Stdio::null())
         .stderr(std::fs::File::create(&console)?);
@@ -653,7 +727,10 @@ mod tests {
     fn init_script_mounts_then_runs_and_reports() {
         let s = init_script(
             Path::new("/tmp/cclab-vm-1-a"),
-            Some(Path::new("/usr/lib/uml/modules")),
+            Some((
+                Path::new("/usr/lib/uml/modules"),
+                Path::new("/usr/sbin/modprobe"),
+            )),
             Path::new("/work/p q"),
             &[PathBuf::from("/work/p q")],
             &[
@@ -667,15 +744,36 @@ mod tests {
             s.find(needle)
                 .unwrap_or_else(|| panic!("{needle} missing:\n{s}"))
         };
-        assert!(
-            pos("mount -t tmpfs -o mode=1777 tmp /tmp") < pos("mount -t hostfs -o '/work/p q'")
-        );
+        assert!(pos("mount -t hostfs -o /tmp none /tmp") < pos("cd '/work/p q'"));
+        assert!(pos("mount -t hostfs -o /var/tmp none /var/tmp") < pos("cd '/work/p q'"));
+        assert!(!s.contains("tmpfs -o mode=1777 tmp /tmp"), "{s}");
+        assert!(pos("/usr/sbin/modprobe > /run/modprobe") < pos("cd '/work/p q'"));
         assert!(pos("/proc/sys/kernel/modprobe") < pos("cd '/work/p q'"));
         assert!(
             pos("cclab run --cc alg:k=1 </dev/null >/dev/tty1 2>/dev/tty2")
                 < pos("echo $? > /run/job/rc")
         );
         assert!(pos("echo $? > /run/job/rc") < pos("sysrq-trigger"));
+    }
+
+    #[test]
+    fn what_the_guest_can_write() {
+        let cwd = Path::new("/work/p");
+        let rw = [PathBuf::from("/srv/out")];
+        for (p, ok) in [
+            ("results/x", true),
+            ("/work/p/results", true),
+            ("/tmp/x", true),
+            ("/var/tmp/a/b", true),
+            ("/srv/out/run1", true),
+            ("/srv/other", false),
+            ("/work/pq", false),
+            ("../elsewhere", false),
+            ("/tmp/../etc/x", false),
+            ("/run/x", false),
+        ] {
+            assert_eq!(guest_can_write(Path::new(p), cwd, &rw), ok, "{p}");
+        }
     }
 
     #[test]

@@ -23,6 +23,10 @@ pub struct DemoArgs {
     /// Seconds per algorithm.
     #[arg(long, default_value = "7s")]
     duration: String,
+    /// Only this algorithm (a registered name, as `cclab list` shows);
+    /// repeat for several. Default: every registered algorithm.
+    #[arg(long = "cc", value_name = "NAME")]
+    cc: Vec<String>,
     /// Print the summary table as JSON.
     #[arg(long)]
     json: bool,
@@ -44,7 +48,7 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<i32> {
     let out = a.out.unwrap_or_else(|| default_out("demo"));
     let stop = stop_flag()?;
     let mut rows = Vec::new();
-    let algs: Vec<_> = cc_algorithms::algorithms().collect();
+    let algs = chosen(&a.cc);
     let started = Instant::now();
     for (i, alg) in algs.iter().enumerate() {
         // Required rates (br-tcp's reservation) get half the link.
@@ -74,6 +78,24 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// The registered algorithms named by `--cc` (all when none is), in
+/// registry order; an unknown name is refused with the list of names.
+fn chosen(names: &[String]) -> Vec<&'static AlgorithmInfo> {
+    let all: Vec<_> = cc_algorithms::algorithms().collect();
+    for n in names {
+        if !all.iter().any(|a| a.name == n.as_str()) {
+            let known: Vec<&str> = all.iter().map(|a| a.name).collect();
+            bad_input(format!(
+                "--cc: `{n}` is not a registered algorithm; known: {}",
+                known.join(", ")
+            ));
+        }
+    }
+    all.into_iter()
+        .filter(|a| names.is_empty() || names.iter().any(|n| n == a.name))
+        .collect()
 }
 
 /// An algorithm's run name, which names its directory under the demo's.

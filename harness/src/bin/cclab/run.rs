@@ -62,6 +62,9 @@ pub struct RunArgs {
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(kind) = &a.vm {
         if std::env::var_os("CCLAB_IN_VM").is_none() {
+            if let Some(out) = &a.out {
+                refuse_out_lost_in_guest(out);
+            }
             return crate::vm::rerun_in_vm(kind, a.quiet);
         }
     }
@@ -98,6 +101,22 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
             Ok(130)
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Refuses, before a guest boots, an `--out` the guest could not write
+/// (it would fail there, after the boot and the run).
+fn refuse_out_lost_in_guest(out: &Path) {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    if !harness::vm::guest_can_write(out, &cwd, &[]) {
+        bad_input(format!(
+            "--out {}: a guest (--vm) can write only under the working directory ({}), {} \
+             and directories given to `cclab vm --rw`; choose an --out there, or run \
+             `cclab vm --rw DIR -- cclab run --link netem ...` with DIR holding the --out",
+            out.display(),
+            cwd.display(),
+            harness::vm::SHARED_TMP.join(" and "),
+        ));
     }
 }
 

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Every seed paper's evaluation, shortened (fewer repetitions, shorter runs),
+# on the virtual-time link; checks that every claim got a verdict with its
+# figures. Verdicts are results, not test failures. Uses the workspace's one
+# release build (scripts/ws-build.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/ws-build.sh >/dev/null
+rm -rf target/reproduce-quick
+./target/release/cclab reproduce all --quick --quiet --json --out target/reproduce-quick >target/reproduce-quick.json
+python3 scripts/check-reproduction.py target/reproduce-quick.json br-tcp dcm-plus ewphcc smcc tcp-exp
