@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
-# Installs the system packages the build needs when they are missing:
-# libclang-dev (bindgen for BoringSSL's bindings), cmake (BoringSSL's build),
-# patch (applying our quiche patch), jq (the qlog benchmark compares with it)
-# and fonts-dejavu-core (labels in qlog-analysis plots). Quiet when everything
-# is present.
+# Installs the Debian packages that `make test` and `make demo` need when
+# they are missing (checked against a bare Debian 12 root made by
+# debootstrap --variant=minbase):
+#   build:   build-essential (cc, c++, make), libclang-dev (bindgen for
+#            BoringSSL's bindings), cmake (BoringSSL's build), patch
+#            (applying our quiche patch), pkg-config, git, ca-certificates
+#   running: iproute2 (ip, tc: namespaces and qdiscs), procps (ps, kill),
+#            kmod (modprobe: the user-mode Linux guest loads sch_netem and
+#            the other qdisc modules with the host's), openssl (the
+#            embedding test's certificate), python3 (the test scripts),
+#            jq (the qlog benchmark compares with it), fontconfig and
+#            fonts-dejavu-core (labels in plots)
+# The stages that need more install it themselves: user-mode-linux (cclab
+# vm), chromium (scripts/ensure-chromium.sh), slurm-wlm and munge
+# (scripts/ensure-slurm.sh). Quiet when everything is present.
 set -euo pipefail
 
 need=()
-for pkg in libclang-dev cmake patch jq fonts-dejavu-core; do
+for pkg in build-essential libclang-dev cmake patch pkg-config git ca-certificates \
+    iproute2 procps kmod openssl python3 jq fontconfig fonts-dejavu-core; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
         need+=("$pkg")
 done

@@ -59,6 +59,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+. scripts/lib/ci.sh
 ./patches/bootstrap.sh
 
 # 1. The README's quoted code against the files.
@@ -124,7 +125,10 @@ grep -Eq '^ +window +packets +default 10 ' <<<"$listing" || fail "cclab list doe
 # boring-sys's build script a second time for each example. Dependencies are
 # built without debug info (the examples' own crates keep theirs).
 clippy=$(command -v clippy-driver || true)
-[ -n "$clippy" ] || step "clippy-driver not found: building the examples without clippy"
+if [ -z "$clippy" ]; then
+    under_ci && fail "clippy-driver not found (rustup component add clippy): under CI the examples' clippy check cannot be skipped"
+    step "SKIPPED: the examples' clippy check: clippy-driver not found (rustup component add clippy)"
+fi
 # The workspace's BoringSSL (libssl.a and libcrypto.a in build/, boring-sys's
 # patched headers in boringssl/include/), usable when an example locks the
 # same boring-sys version and the workspace enables none of its features.
