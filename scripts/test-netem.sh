@@ -70,3 +70,18 @@ case $rc in
     124) echo "test-netem: FAILED: the guest ran past its 900 s limit" >&2; exit 1 ;;
     *) echo "test-netem: FAILED (exit status $rc)" >&2; exit 1 ;;
 esac
+
+# `cclab run --vm` brings its results home: an --out under the host's /tmp
+# holds summary.json on the host once the guest has gone.
+out=$(mktemp -d /tmp/cclab-test-netem-out.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+rmdir "$out"
+"$cclab" run --vm --link netem --cc cubic --rate 10mbit --rtt 40ms --duration 3s --quiet --out "$out" ||
+    { echo "test-netem: FAILED: cclab run --vm --out $out" >&2; exit 1; }
+python3 - "$out/summary.json" <<'PY' || { echo "test-netem: FAILED: no usable $out/summary.json on the host after cclab run --vm" >&2; exit 1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+g = s["flows"][0]["goodput_bps"]
+assert g > 5e6, f"goodput {g}"
+print(f"test-netem: cclab run --vm --out {sys.argv[1].rsplit('/', 1)[0]}: summary.json on the host, goodput {g / 1e6:.2f} Mbit/s", file=sys.stderr)
+PY
