@@ -18,7 +18,8 @@
 //! `linux.uml` for uml, a vmlinuz for qemu).
 //!
 //! Either way the guest sees the host's root filesystem read-only, with a
-//! fresh in-memory `/run`, and the host's `/tmp` and `/var/tmp`, the working
+//! fresh in-memory `/run` (programs' own temporary files go there too:
+//! `TMPDIR=/run/tmp`), and the host's `/tmp` and `/var/tmp`, the working
 //! directory (the project checkout) and any `--rw DIR` writable, so whatever
 //! the command writes lands on the host: a result directory such as
 //! `--out /tmp/x` is on the host when the guest has gone, and a path the
@@ -239,6 +240,14 @@ fn apt_install(pkgs: &[&str], verbose: bool) -> bool {
                 .args(pkgs)))
 }
 
+/// Programs' own temporary files (TMPDIR: tempfile, mktemp, a server's
+/// certificate) stay in the guest, in memory: only paths the user names
+/// under /tmp reach the host's. Guest processes have their own process ids,
+/// so a host program that tidies up /tmp by pid (quic-server's stale
+/// certificates) would take a guest's files for a dead process's, and the
+/// other way round.
+const GUEST_TMPDIR: &str = "mkdir -p /run/tmp && chmod 1777 /run/tmp && export TMPDIR=/run/tmp\n";
+
 /// The host directories every guest may write besides the working
 /// directory and `--rw` ones: the host's own temporary directories.
 pub const SHARED_TMP: &[&str] = &["/tmp", "/var/tmp"];
@@ -348,6 +357,7 @@ fn init_script(
         s += &format!("export PATH={}:$PATH\n", shell_quote(&p.to_string_lossy()));
     }
     s += "export CCLAB_IN_VM=1\n";
+    s += GUEST_TMPDIR;
     let line: Vec<String> = cmd.iter().map(|a| shell_quote(a)).collect();
     s += &format!("cd {} || exit 1\n", q(cwd));
     s += &format!("{} </dev/null >/dev/tty1 2>/dev/tty2\n", line.join(" "));
@@ -679,7 +689,7 @@ fn start_qemu(
     let mut body = String::from("#!/bin/sh\n");
     let line: Vec<String> = cmd.iter().map(|a| shell_quote(a)).collect();
     body += &format!(
-        "for m in {}; do modprobe -q $m; done\ncd {} || exit 1\nexport CCLAB_IN_VM=1\n{}\nrc=$?\necho $rc > {}/rc\nexit $rc\n",
+        "for m in {}; do modprobe -q $m; done\ncd {} || exit 1\nexport CCLAB_IN_VM=1\n{GUEST_TMPDIR}{}\nrc=$?\necho $rc > {}/rc\nexit $rc\n",
         MODULES.join(" "),
         shell_quote(&cwd.to_string_lossy()),
         line.join(" "),
@@ -747,6 +757,7 @@ mod tests {
         assert!(pos("mount -t hostfs -o /tmp none /tmp") < pos("cd '/work/p q'"));
         assert!(pos("mount -t hostfs -o /var/tmp none /var/tmp") < pos("cd '/work/p q'"));
         assert!(!s.contains("tmpfs -o mode=1777 tmp /tmp"), "{s}");
+        assert!(pos("export TMPDIR=/run/tmp") < pos("cd '/work/p q'"));
         assert!(pos("/usr/sbin/modprobe > /run/modprobe") < pos("cd '/work/p q'"));
         assert!(pos("/proc/sys/kernel/modprobe") < pos("cd '/work/p q'"));
         assert!(
