@@ -21,18 +21,21 @@
 # --release --no-run`, the build every stage of `make test` shares), so after
 # it this costs nothing: the binaries, the plugin's unit tests and BoringSSL
 # all come from it.
-# Each example builds into EMBED_TARGET_DIR/<example> (default
-# target/embed/<example>), apart from the workspace's target directory: an
-# example is a workspace of its own, and cargo hashes a path dependency by
-# where it lies relative to the workspace root, so an example could not
-# reuse the workspace's compiled quiche or cc-algorithms anyway.
+# The examples build into one target directory, EMBED_TARGET_DIR (default
+# target/embed), so the crates they share compile once; it is apart from
+# the workspace's: an example is a workspace of its own, and cargo hashes a
+# path dependency by where it lies relative to the workspace root, so an
+# example could not reuse the workspace's compiled quiche or cc-algorithms
+# anyway. (Sharing needs quiche as an rlib only, see patches/README.md:
+# quiche's staticlib and cdylib files were named without a hash, and the
+# two examples' quiche builds overwrote each other's.)
 # What the examples do share is BoringSSL,
 # the bulk of a cold build: boring-sys is handed the workspace's BoringSSL
 # (BORING_BSSL_PATH, BORING_BSSL_INCLUDE_PATH) when both lock the same
 # boring-sys version and the workspace enables none of its features, so an
 # example compiles only Rust crates (its dependencies without debug info):
-# about 3 minutes cold for both on 2 busy cores (12 when each built a
-# BoringSSL), 10 s warm.
+# 198 s cold for both on 2 busy cores (302 s with a target directory each),
+# 10 s warm.
 # An EMBED_TARGET_DIR outside the checkout (a CI cache, say) keeps the
 # examples' builds across fresh clones: then they recompile only quiche,
 # cc-algorithms and themselves (about 20 s).
@@ -144,7 +147,7 @@ elif ! [ -f "$bssl/build/libssl.a" ] || ! [ -f "$bssl/build/libcrypto.a" ] ||
 fi
 for ex in quiche-client tokio-quiche-server; do
     manifest="$root/examples/embed/$ex/Cargo.toml"
-    ex_target="$target/$ex"
+    ex_target="$target"
     step "building examples/embed/$ex (into $ex_target)"
     if ! CARGO_TARGET_DIR="$ex_target" cargo fetch --locked --offline --manifest-path "$manifest" 2>/dev/null; then
         CARGO_TARGET_DIR="$ex_target" cargo fetch --locked --manifest-path "$manifest" ||
@@ -169,8 +172,8 @@ print(*[p["version"] for p in tomllib.load(open(sys.argv[1], "rb"))["package"] i
         --manifest-path "$manifest" --bin "$ex" -- -D warnings ||
         fail "$ex does not build, or is not clippy-clean"
 done
-client_ex="$target/quiche-client/debug/quiche-client"
-server_ex="$target/tokio-quiche-server/debug/tokio-quiche-server"
+client_ex="$target/debug/quiche-client"
+server_ex="$target/debug/tokio-quiche-server"
 
 # Starts a server in the background (its stdout in $1); sets $port.
 start_server() {
