@@ -10,8 +10,10 @@ all: build
 bootstrap:
 	@./patches/bootstrap.sh
 
+# The build every `make test` stage shares (scripts/ws-build.sh: the tests
+# and the binaries in target/release, one feature set).
 build: bootstrap
-	$(CARGO) build --workspace --all-targets
+	./scripts/ws-build.sh >/dev/null
 
 # Every stage, timed, from one release build (scripts/test-all.sh): the
 # workspace's tests, quiche's own tests, the embedding examples, fmt, clippy,
@@ -88,6 +90,8 @@ reproduce: bootstrap
 # The main job: every registered algorithm alone on the default link
 # (20 Mbit/s, 40 ms RTT, 1 BDP drop-tail) on the userspace emulator; prints a
 # table and the path of the HTML report. No root needed.
+# (Builds only the three binaries; their BoringSSL is the one `make test`'s
+# build uses, so running both compiles it once.)
 demo: bootstrap
 	$(CARGO) build --release -p harness -p quic-server -p quic-client
 	./target/release/cclab demo
