@@ -33,10 +33,10 @@ fn throughput_and_delay(groups: &BTreeMap<String, Group>, dir: &Path) -> Result<
     render(
         "scatter",
         "Throughput and delay",
-        "Each large dot is an algorithm's mean over repetitions, with 95% confidence error bars \
-         (Student t) where there are several; small dots are single repetitions. The delay axis \
-         is reversed: better is up and to the right."
-            .into(),
+        format!(
+            "{} The delay axis is reversed: better is up and to the right.",
+            scatter::legend_note(&points)
+        ),
         Kind::Scatter(&points),
         Some(dir),
     )

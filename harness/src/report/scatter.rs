@@ -1,6 +1,13 @@
-//! Goodput against 95th-percentile RTT, one labelled point per group with
-//! 95% confidence error bars over repetitions, the delay axis reversed as
-//! Pantheon draws it: better is up and to the right.
+//! Goodput against 95th-percentile RTT, one labelled point per group, the
+//! delay axis reversed as Pantheon draws it: better is up and to the right.
+//!
+//! What is drawn depends on what the number of repetitions n allows: every
+//! repetition's own point always; from [`ELLIPSE_MIN_N`] repetitions a
+//! 1-σ ellipse (the covariance of delay and goodput over the repetitions,
+//! as Pantheon draws them); from [`CI_MIN_N`] the 95% confidence intervals
+//! of the mean (Student t). With fewer the t factor (12.7 at n = 2, 4.3 at
+//! n = 3) makes intervals that cross the whole plot and say nothing a
+//! reader can use. [`legend_note`] says which were drawn.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +23,13 @@ use crate::run::mean_ci;
 /// Height of the scatter at scale 1.
 pub const HEIGHT: u32 = 600;
 
-/// One group's point: means over repetitions and 95% half-widths.
+/// Repetitions from which a group gets its 1-σ ellipse.
+pub const ELLIPSE_MIN_N: usize = 3;
+/// Repetitions from which a group gets 95% confidence error bars.
+pub const CI_MIN_N: usize = 5;
+
+/// One group's point: means over repetitions, the spread ellipse and the
+/// 95% half-widths where n allows them.
 pub struct Point {
     pub label: String,
     pub cc: String,
@@ -24,10 +37,120 @@ pub struct Point {
     pub x: f64,
     /// Goodput, Mbit/s.
     pub y: f64,
+    /// 95% half-width of `x`'s mean; 0 below [`CI_MIN_N`] repetitions.
     pub hx: f64,
+    /// 95% half-width of `y`'s mean; 0 below [`CI_MIN_N`] repetitions.
     pub hy: f64,
     /// One (x, y) per repetition.
     pub reps: Vec<(f64, f64)>,
+    /// The repetitions' 1-σ ellipse, from [`ELLIPSE_MIN_N`] repetitions.
+    pub ellipse: Option<Ellipse>,
+}
+
+/// A 1-σ covariance ellipse in data coordinates: the set of points at
+/// Mahalanobis distance 1 from the mean of the repetitions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ellipse {
+    /// Centre (the means).
+    pub cx: f64,
+    pub cy: f64,
+    /// Semi-axes (square roots of the covariance matrix's eigenvalues),
+    /// `a` along the direction `theta` (radians from the x axis).
+    pub a: f64,
+    pub b: f64,
+    pub theta: f64,
+}
+
+impl Ellipse {
+    /// The ellipse of `reps` (sample covariance, n − 1), if there are at
+    /// least [`ELLIPSE_MIN_N`] finite repetitions.
+    pub fn of(reps: &[(f64, f64)]) -> Option<Ellipse> {
+        let r: Vec<(f64, f64)> = reps
+            .iter()
+            .copied()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .collect();
+        if r.len() < ELLIPSE_MIN_N {
+            return None;
+        }
+        let n = r.len() as f64;
+        let cx = r.iter().map(|p| p.0).sum::<f64>() / n;
+        let cy = r.iter().map(|p| p.1).sum::<f64>() / n;
+        let cov = |f: &dyn Fn(&(f64, f64)) -> f64| r.iter().map(f).sum::<f64>() / (n - 1.0);
+        let sxx = cov(&|p| (p.0 - cx) * (p.0 - cx));
+        let syy = cov(&|p| (p.1 - cy) * (p.1 - cy));
+        let sxy = cov(&|p| (p.0 - cx) * (p.1 - cy));
+        let mid = (sxx + syy) / 2.0;
+        let d = (((sxx - syy) / 2.0).powi(2) + sxy * sxy).sqrt();
+        Some(Ellipse {
+            cx,
+            cy,
+            a: (mid + d).max(0.0).sqrt(),
+            b: (mid - d).max(0.0).sqrt(),
+            theta: 0.5 * (2.0 * sxy).atan2(sxx - syy),
+        })
+    }
+
+    /// `k` points around the outline.
+    pub fn outline(&self, k: usize) -> Vec<(f64, f64)> {
+        let (c, s) = (self.theta.cos(), self.theta.sin());
+        (0..k)
+            .map(|i| {
+                let t = i as f64 / k as f64 * std::f64::consts::TAU;
+                let (u, v) = (self.a * t.cos(), self.b * t.sin());
+                (self.cx + u * c - v * s, self.cy + u * s + v * c)
+            })
+            .collect()
+    }
+
+    /// Half the extent along x and along y (the bounding box's half-sizes).
+    pub fn half_extent(&self) -> (f64, f64) {
+        let (c, s) = (self.theta.cos(), self.theta.sin());
+        (
+            ((self.a * c).powi(2) + (self.b * s).powi(2)).sqrt(),
+            ((self.a * s).powi(2) + (self.b * c).powi(2)).sqrt(),
+        )
+    }
+}
+
+/// What the scatter draws for these points, for its caption.
+pub fn legend_note(pts: &[Point]) -> String {
+    let ns: Vec<usize> = pts.iter().map(|p| p.reps.len()).collect();
+    let (lo, hi) = (
+        ns.iter().copied().min().unwrap_or(0),
+        ns.iter().copied().max().unwrap_or(0),
+    );
+    let n = if lo == hi {
+        format!(
+            "n = {lo} repetition{} per point",
+            if lo == 1 { "" } else { "s" }
+        )
+    } else {
+        format!("n = {lo} to {hi} repetitions per point")
+    };
+    let ellipses = if hi >= ELLIPSE_MIN_N {
+        format!(
+            "Shaded ellipses: one standard deviation of the repetitions around the mean \
+             (their covariance of delay and goodput), drawn where n \u{2265} {ELLIPSE_MIN_N}. "
+        )
+    } else {
+        format!("No spread ellipses (they need n \u{2265} {ELLIPSE_MIN_N}). ")
+    };
+    let bars = if hi >= CI_MIN_N {
+        format!(
+            "Error bars: 95% confidence intervals of the mean (Student t), drawn where \
+             n \u{2265} {CI_MIN_N}."
+        )
+    } else {
+        format!(
+            "No confidence intervals: with n < {CI_MIN_N} the Student t factor (12.7 at n = 2, \
+             4.3 at n = 3) makes them wider than the plot."
+        )
+    };
+    format!(
+        "Each large dot is the mean over repetitions; small dots are single repetitions \
+         ({n}). {ellipses}{bars}"
+    )
 }
 
 /// The points of every group that measured an RTT.
@@ -39,14 +162,16 @@ pub fn points(groups: &BTreeMap<String, Group>) -> Vec<Point> {
             let xs: Vec<f64> = g.reps.iter().map(|r| r.0).collect();
             let ys: Vec<f64> = g.reps.iter().map(|r| r.1).collect();
             let ((x, hx), (y, hy)) = (mean_ci(&xs), mean_ci(&ys));
+            let ci = g.reps.len() >= CI_MIN_N;
             Point {
                 label: label.clone(),
                 cc: g.cc.clone(),
                 x,
                 y,
-                hx,
-                hy,
+                hx: if ci { hx } else { 0.0 },
+                hy: if ci { hy } else { 0.0 },
                 reps: g.reps.clone(),
+                ellipse: Ellipse::of(&g.reps),
             }
         })
         .collect()
@@ -71,17 +196,23 @@ fn span(vals: impl Iterator<Item = f64>, pad: f64) -> (f64, f64) {
     (a, b)
 }
 
-/// Axis ranges: (x low, x high), (y low, y high), over the means and the
-/// single repetitions (error bars reaching further are cut at the edge:
-/// two repetitions make wide Student-t intervals that would squash the
-/// points), never below 0 (neither goodput nor delay can be).
+/// Axis ranges: (x low, x high), (y low, y high), over the means, the
+/// single repetitions and the ellipses (error bars reaching further are
+/// cut at the edge), never below 0 (neither goodput nor delay can be).
 pub fn ranges(pts: &[Point]) -> ((f64, f64), (f64, f64)) {
-    let xs = pts
-        .iter()
-        .flat_map(|p| std::iter::once(p.x).chain(p.reps.iter().map(|r| r.0)));
-    let ys = pts
-        .iter()
-        .flat_map(|p| std::iter::once(p.y).chain(p.reps.iter().map(|r| r.1)));
+    let ext = |p: &Point| p.ellipse.map_or((0.0, 0.0), |e| e.half_extent());
+    let xs = pts.iter().flat_map(|p| {
+        let (ex, _) = ext(p);
+        [p.x, p.x - ex, p.x + ex]
+            .into_iter()
+            .chain(p.reps.iter().map(|r| r.0))
+    });
+    let ys = pts.iter().flat_map(|p| {
+        let (_, ey) = ext(p);
+        [p.y, p.y - ey, p.y + ey]
+            .into_iter()
+            .chain(p.reps.iter().map(|r| r.1))
+    });
     let ((x0, x1), (y0, y1)) = (span(xs, 0.12), span(ys, 0.12));
     ((x0.max(0.0), x1), (y0.max(0.0), y1))
 }
@@ -241,8 +372,8 @@ pub fn draw_scatter<DB: DrawingBackend>(
     root.present().map_err(|e| e.to_string())
 }
 
-/// Repetitions (small dots), error bars, then the means on top; returns
-/// the error bars' boxes.
+/// Ellipses, repetitions (small dots), error bars, then the means on top;
+/// returns the error bars' boxes.
 fn draw_points<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &mut Chart<'_, DB>,
@@ -256,6 +387,19 @@ fn draw_points<DB: DrawingBackend>(
     let mut boxes = Vec::new();
     for p in pts {
         let c = colour(&p.cc);
+        if let Some(e) = p.ellipse {
+            let outline: Vec<(i32, i32)> = e
+                .outline(72)
+                .iter()
+                .map(|q| chart.backend_coord(q))
+                .collect();
+            root.draw(&Polygon::new(outline.clone(), c.mix(0.12).filled()))
+                .map_err(|e| e.to_string())?;
+            let mut closed = outline;
+            closed.push(closed[0]);
+            root.draw(&PathElement::new(closed, c.mix(0.5).stroke_width(width)))
+                .map_err(|e| e.to_string())?;
+        }
         chart
             .draw_series(
                 p.reps
@@ -424,16 +568,79 @@ mod tests {
     }
 
     #[test]
-    fn points_carry_student_t_intervals() {
+    fn intervals_and_ellipses_only_where_n_allows() {
         let mut g = BTreeMap::new();
         g.insert("a".to_string(), group("a", &[(50.0, 10.0), (60.0, 12.0)]));
+        let five = [
+            (50.0, 10.0),
+            (60.0, 12.0),
+            (55.0, 11.0),
+            (52.0, 10.0),
+            (58.0, 12.0),
+        ];
+        g.insert("c".to_string(), group("c", &five));
         g.insert("none".to_string(), group("b", &[]));
         let p = points(&g);
-        assert_eq!(p.len(), 1, "a group without RTTs has no point");
+        assert_eq!(p.len(), 2, "a group without RTTs has no point");
         assert_eq!((p[0].x, p[0].y), (55.0, 11.0));
-        // Two samples: t(0.975, 1) = 12.706, sd = 7.07 (x), 1.41 (y).
-        assert!((p[0].hx - 12.706 * 5.0).abs() < 0.01, "{}", p[0].hx);
-        assert!((p[0].hy - 12.706 * 1.0).abs() < 0.01, "{}", p[0].hy);
+        // Two repetitions: one point each, no ellipse, no 95% bars (t = 12.7).
+        assert_eq!(p[0].reps.len(), 2);
+        assert!(p[0].ellipse.is_none());
+        assert_eq!((p[0].hx, p[0].hy), (0.0, 0.0));
+        assert!(bars(&p[0], ((0.0, 100.0), (0.0, 20.0))).is_empty());
+        // Five: an ellipse and Student-t bars, t(0.975, 4) = 2.776.
+        let sd_x = {
+            let m = 55.0;
+            (five.iter().map(|r| (r.0 - m) * (r.0 - m)).sum::<f64>() / 4.0).sqrt()
+        };
+        assert!(
+            (p[1].hx - 2.776 * sd_x / 5f64.sqrt()).abs() < 0.01,
+            "{}",
+            p[1].hx
+        );
+        assert!(p[1].ellipse.is_some());
+        assert_eq!(bars(&p[1], ((0.0, 100.0), (0.0, 20.0))).len(), 2);
+        let note = legend_note(&p);
+        assert!(note.contains("n = 2 to 5"), "{note}");
+        assert!(
+            note.contains("ellipses") && note.contains("95% confidence"),
+            "{note}"
+        );
+        let two = legend_note(&p[..1]);
+        assert!(
+            two.contains("No confidence intervals") && two.contains("No spread ellipses"),
+            "{two}"
+        );
+    }
+
+    #[test]
+    fn the_ellipse_is_the_covariance_at_one_sigma() {
+        // Along a line y = 2x: all spread on one axis, b = 0.
+        let line = [(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)];
+        let e = Ellipse::of(&line).unwrap();
+        assert!((e.cx - 2.0).abs() < 1e-12 && (e.cy - 4.0).abs() < 1e-12);
+        // var x = 1, var y = 4, so the major semi-axis is sqrt(5).
+        assert!(
+            (e.a - 5f64.sqrt()).abs() < 1e-9 && e.b.abs() < 1e-9,
+            "{e:?}"
+        );
+        assert!((e.theta - 2f64.atan()).abs() < 1e-9, "{e:?}");
+        // Uncorrelated, var x = 4, var y = 1: axes 2 and 1 along x and y.
+        let e = Ellipse::of(&[(-2.0, 0.0), (2.0, 0.0), (0.0, -1.0), (0.0, 1.0)]).unwrap();
+        let (sx, sy) = (8.0f64 / 3.0, 2.0f64 / 3.0);
+        assert!(
+            (e.a - sx.sqrt()).abs() < 1e-9 && (e.b - sy.sqrt()).abs() < 1e-9,
+            "{e:?}"
+        );
+        assert!(e.theta.abs() < 1e-9);
+        assert_eq!(e.half_extent(), (e.a, e.b));
+        // Every outline point is at Mahalanobis distance 1.
+        for (x, y) in e.outline(16) {
+            let d = x * x / sx + y * y / sy;
+            assert!((d - 1.0).abs() < 1e-9, "{d}");
+        }
+        assert!(Ellipse::of(&[(1.0, 1.0), (2.0, 2.0)]).is_none());
+        assert!(Ellipse::of(&[(1.0, f64::NAN), (2.0, 2.0), (3.0, 1.0)]).is_none());
     }
 
     #[test]
@@ -446,6 +653,7 @@ mod tests {
             hx: 0.0,
             hy: 0.0,
             reps: vec![],
+            ellipse: None,
         };
         let ((x0, x1), (y0, y1)) = ranges(&[p(40.0, 18.0), p(80.0, 19.0)]);
         let wide = Point {
@@ -522,6 +730,7 @@ mod tests {
             hx: 5.0,
             hy: 30.0,
             reps: vec![],
+            ellipse: None,
         };
         let b = bars(&p, ((0.0, 100.0), (0.0, 20.0)));
         assert_eq!(b[0], ((45.0, 10.0), (55.0, 10.0), true, true));
