@@ -1,10 +1,10 @@
 //! Records the git revision and rustc version for run metadata.
 //!
 //! The build script re-runs when the checked-out commit changes (HEAD, the
-//! branch it points to, packed refs), not on every change of the index:
-//! `git status` itself may rewrite the index, which made every cargo
-//! command rebuild the harness. `-dirty` therefore says the tree had
-//! uncommitted changes when the harness was built.
+//! branch it points to, packed refs) or a source of the crates a run uses
+//! does, not on every change of the index: `git status` itself may rewrite
+//! the index, which made every cargo command rebuild the harness. `-dirty`
+//! says the tree had uncommitted changes when the harness was built.
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
@@ -47,5 +47,19 @@ fn main() {
             }
         }
     }
-    println!("cargo:rerun-if-changed=build.rs");
+    // And when a source that goes into a run changes, so that `-dirty`
+    // (an uncommitted change) is true of the build, not of an older one.
+    for d in [
+        "build.rs",
+        "src",
+        "../cc-algorithms/src",
+        "../quic-app/src",
+        "../quic-server/src",
+        "../quic-client/src",
+        "../qlog-analysis/src",
+        "../patches",
+        "../Cargo.lock",
+    ] {
+        println!("cargo:rerun-if-changed={d}");
+    }
 }
