@@ -130,7 +130,13 @@ fn tunes_resumes_and_shards_to_the_same_table() {
     // The defaults are the first particle, measured.
     defaults_measured_first(&cfg, c, &work);
     assert!(c.best_validated.0.is_finite() && c.default_validated.0.is_finite());
-    assert!(work.join("convergence.svg").exists() || std::env::var_os("CI_NO_FONT").is_some());
+    // The plot needs a TrueType font: without one it is not drawn (a
+    // failure under CI, a visible note elsewhere; the table still stands).
+    match qlog_analysis::plot::ensure_font() {
+        Ok(()) => assert!(work.join("convergence.svg").exists()),
+        Err(e) if test_support::under_ci() => panic!("no convergence plot under CI: {e}"),
+        Err(e) => test_support::note(&format!("convergence.svg not checked: {e}")),
+    }
 
     // The table: generic, and as SMCC's offline mode reads it.
     let table = cc_algorithms::tuned::TunedTable::load(&out).unwrap();
