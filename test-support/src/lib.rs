@@ -12,11 +12,12 @@
 //! Only a test's precondition decides a skip (a file is absent, not root):
 //! a failure of the test itself is never turned into one.
 //!
-//! ```ignore
-//! #[test]
-//! fn needs_root() {
-//!     test_support::require!(is_root(), "network namespaces need root");
-//!     // ...
+//! ```no_run
+//! // In a #[test] fn:
+//! fn needs_a_tun_device() {
+//!     let tun = std::path::Path::new("/dev/net/tun");
+//!     test_support::require!(tun.exists(), "no {}", tun.display());
+//!     // ... the test proper
 //! }
 //! ```
 
