@@ -2,12 +2,19 @@
 //! gives a NaN, infinite or too-small window: the window stays at or above
 //! 2 x the current max datagram size. 200 cases x 600 events = 120,000
 //! events per algorithm with default parameters, and 30,000 more for each
-//! parameter at its minimum and at its maximum.
+//! parameter at its minimum and at its maximum. Each extreme runs with the
+//! other parameters at values the registry accepts with it (searched: Vegas
+//! alpha at its maximum needs beta there too); an extreme no accepted spec
+//! reaches, or one that did not run, fails the test.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use cc_algorithms::registry::{AlgorithmInfo, ParamInfo, ParamKind};
 use cc_algorithms::{algorithms, Controller, Origin};
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use quiche::cc::*;
 
 #[derive(Debug, Clone)]
@@ -176,25 +183,166 @@ fn run(name: &str, cc: &mut dyn CongestionController, ops: &[Op]) {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+/// One setting a plugin is run at: its defaults, or one parameter at one
+/// end of its declared range.
+struct Setting {
+    /// `defaults`, or `NAME=min` / `NAME=max`.
+    what: String,
+    /// A spec the registry accepts with that setting.
+    spec: String,
+}
 
-    #[test]
-    fn every_plugin_stays_numerically_safe(ops in proptest::collection::vec(op(), 600)) {
-        let config = ControllerConfig { max_datagram_size: 1200, initial_congestion_window_packets: 10, initial_rtt: Duration::from_millis(333) };
-        let mut plugins = 0;
-        for info in algorithms().filter(|a| a.origin == Origin::Plugin) {
-            // Defaults, and every parameter at its minimum and maximum.
+/// The values tried for a parameter that is not the one at its extreme:
+/// its default (or, when required, the value `example_spec` gives it),
+/// then its minimum, maximum and midpoint.
+fn candidates(p: &ParamInfo) -> Vec<f64> {
+    let first = p.default.unwrap_or(match p.kind {
+        ParamKind::Rate => 40e6,
+        _ => p.min,
+    });
+    let mut v = vec![first];
+    for x in [p.min, p.max, (p.min + p.max) / 2.0] {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    v
+}
+
+/// A spec the registry accepts as a plugin with `fixed` (a parameter and
+/// its value) and the others as [`candidates`] give them, defaults first:
+/// the first accepted combination, or the first refusals if none is.
+fn accepted(info: &AlgorithmInfo, fixed: Option<(&ParamInfo, f64)>) -> Result<String, String> {
+    let others: Vec<&ParamInfo> = info
+        .params
+        .iter()
+        .filter(|p| p.kind != ParamKind::File && fixed.is_none_or(|(f, _)| f.name != p.name))
+        .collect();
+    let choices: Vec<Vec<f64>> = others.iter().map(|p| candidates(p)).collect();
+    let combinations: usize = choices.iter().map(Vec::len).product();
+    let mut refusals = Vec::new();
+    for mut n in 0..combinations {
+        let mut items = Vec::new();
+        for (p, c) in others.iter().zip(&choices) {
+            let v = c[n % c.len()];
+            n /= c.len();
+            // Optional parameters at their default are left out, so the
+            // plain defaults are the bare name.
+            if p.default != Some(v) {
+                items.push(format!("{}={v}", p.name));
+            }
+        }
+        if let Some((p, v)) = fixed {
+            items.push(format!("{}={v}", p.name));
+        }
+        let spec = if items.is_empty() {
+            info.name.to_string()
+        } else {
+            format!("{}:{}", info.name, items.join(","))
+        };
+        match cc_algorithms::parse(&spec) {
+            Ok(Controller::Plugin(_)) => return Ok(spec),
+            Ok(Controller::Builtin(..)) => refusals.push(format!("{spec}: not a plugin")),
+            Err(e) => refusals.push(e.to_string()),
+        }
+    }
+    let n = refusals.len();
+    refusals.truncate(3);
+    Err(format!(
+        "{} ({n} combinations refused)",
+        refusals.join("; ")
+    ))
+}
+
+/// Every plugin's settings: its defaults, and each numeric parameter at
+/// its declared minimum and at its maximum (Vegas's alpha at 1000 needs a
+/// beta of 1000 too: the other parameters are searched for values that
+/// make the spec valid). Panics naming each setting no spec could reach.
+fn settings() -> Vec<(&'static str, Vec<Setting>)> {
+    let mut out = Vec::new();
+    let mut unreachable = Vec::new();
+    for info in algorithms().filter(|a| a.origin == Origin::Plugin) {
+        let mut all = Vec::new();
+        let mut wanted = vec![("defaults".to_string(), None)];
+        for p in info.params.iter().filter(|p| p.kind != ParamKind::File) {
+            wanted.push((format!("{}=min", p.name), Some((p, p.min))));
+            wanted.push((format!("{}=max", p.name), Some((p, p.max))));
+        }
+        for (what, fixed) in wanted {
+            match accepted(info, fixed) {
+                Ok(spec) => all.push(Setting { what, spec }),
+                Err(why) => unreachable.push(format!("{} {what}: {why}", info.name)),
+            }
+        }
+        out.push((info.name, all));
+    }
+    assert!(
+        unreachable.is_empty(),
+        "no spec the registry accepts reaches:\n{}",
+        unreachable.join("\n")
+    );
+    out
+}
+
+#[test]
+fn every_plugin_stays_numerically_safe() {
+    let config = ControllerConfig {
+        max_datagram_size: 1200,
+        initial_congestion_window_packets: 10,
+        initial_rtt: Duration::from_millis(333),
+    };
+    let plugins = settings();
+    assert!(plugins.len() >= 14, "{} plugins", plugins.len());
+    // Each setting's runs, counted after the run ends (a spec refused here
+    // fails the case; nothing is skipped).
+    let runs: RefCell<BTreeMap<(&str, String), usize>> = RefCell::new(BTreeMap::new());
+    let cases = 200;
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let result = runner.run(&proptest::collection::vec(op(), 600), |ops| {
+        for (name, settings) in &plugins {
             // The defaults get every event; each extreme setting the first
             // quarter (30,000 events over the 200 cases).
-            for (i, spec) in info.extreme_specs().into_iter().enumerate() {
-                let Ok(Controller::Plugin(factory)) = cc_algorithms::parse(&spec) else { continue };
+            for (i, s) in settings.iter().enumerate() {
+                let factory = match cc_algorithms::parse(&s.spec) {
+                    Ok(Controller::Plugin(f)) => f,
+                    Ok(Controller::Builtin(..)) => panic!("{}: not a plugin", s.spec),
+                    Err(e) => panic!("{}: accepted once, refused now: {e}", s.spec),
+                };
                 let mut cc = factory.build(&config);
-                let events = if i == 0 { &ops[..] } else { &ops[..ops.len() / 4] };
-                run(&spec, cc.as_mut(), events);
+                let events = if i == 0 {
+                    &ops[..]
+                } else {
+                    &ops[..ops.len() / 4]
+                };
+                run(&s.spec, cc.as_mut(), events);
+                *runs
+                    .borrow_mut()
+                    .entry((*name, s.what.clone()))
+                    .or_default() += 1;
             }
-            plugins += 1;
         }
-        prop_assert!(plugins >= 14);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    // Every plugin ran at its defaults and at both ends of every numeric
+    // parameter, in every case.
+    let runs = runs.into_inner();
+    for (name, settings) in &plugins {
+        assert_eq!(settings[0].what, "defaults");
+        for s in settings {
+            let n = runs.get(&(*name, s.what.clone())).copied().unwrap_or(0);
+            assert!(
+                n >= cases as usize,
+                "{name} {}: {} ran {n} times in {cases} cases",
+                s.what,
+                s.spec
+            );
+        }
     }
 }

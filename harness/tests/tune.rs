@@ -1,15 +1,21 @@
 //! `cclab tune` end to end on the virtual-time link: a small tune of
 //! Vegas's alpha and beta writes a table SMCC and Vegas both load, a second
 //! call resumes with nothing to run, and the same tune run as two shards
-//! plus a merge gives the same table as in one go.
+//! plus a merge gives the same table as in one go. Both optimisers start
+//! by measuring the defaults, and find a known maximum of a synthetic
+//! objective when replayed as the tuner replays them.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use harness::run::RunConfig;
+use harness::tune::evaluate::Record;
+use harness::tune::objective::Objective;
+use harness::tune::optimizer::{self, Step};
 use harness::tune::request::{plan, Request};
-use harness::tune::{tune, Exec, Outcome};
+use harness::tune::{tune, ConditionResult, Exec, Outcome, TuneConfig};
 
 fn request(optimizer: &str) -> Request {
     Request {
@@ -54,6 +60,57 @@ fn exec(work: &Path, jobs: usize, shard: Option<(usize, usize)>) -> Exec<'static
     }
 }
 
+/// The registry's defaults of the searched parameters.
+fn registry_defaults(cfg: &TuneConfig) -> Vec<f64> {
+    let info = cc_algorithms::algorithms()
+        .find(|a| a.name == cfg.space.algorithm)
+        .unwrap();
+    cfg.space
+        .params
+        .iter()
+        .map(|p| {
+            let q = info.params.iter().find(|q| q.name == p.name).unwrap();
+            q.default.unwrap()
+        })
+        .collect()
+}
+
+/// The first point told is the algorithm's defaults (PSO's first
+/// particle, CMA-ES's starting mean), and it was measured: its stored
+/// evaluations (one per search seed) ran, hold every metric the objective
+/// names, and the value told is the objective of those metrics.
+fn defaults_measured_first(cfg: &TuneConfig, c: &ConditionResult, work: &Path) {
+    let defaults = registry_defaults(cfg);
+    assert_eq!(c.evaluations[0].0, defaults, "the first point told");
+    let spec = cfg.space.spec(&defaults);
+    let records: Vec<Record> = std::fs::read_dir(work.join("evals"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .filter(|r: &Record| {
+            r.key.spec == spec && r.key.condition == c.condition && cfg.seeds.contains(&r.key.seed)
+        })
+        .collect();
+    assert_eq!(records.len(), cfg.seeds.len(), "{spec}: {records:?}");
+    let objective = Objective::parse(&cfg.objective).unwrap();
+    let mut sum = 0.0;
+    for r in &records {
+        assert_eq!(r.error, None, "{spec}");
+        for m in objective.metrics() {
+            assert!(
+                r.metrics.get(&m).is_some_and(|v| v.is_finite()),
+                "{spec}: no {m} in {:?}",
+                r.metrics
+            );
+        }
+        sum += objective.eval(&r.metrics);
+    }
+    let told = c.evaluations[0].1;
+    assert!(told.is_finite(), "{spec}: told {told}");
+    assert_eq!(told, sum / records.len() as f64, "{spec}");
+}
+
 fn done(o: Outcome) -> Box<harness::tune::TuneResult> {
     match o {
         Outcome::Done(r) => r,
@@ -70,10 +127,16 @@ fn tunes_resumes_and_shards_to_the_same_table() {
     let first = done(tune(&cfg, &sc, &exec(&work, 2, None), &work, &out).unwrap());
     let c = &first.conditions[0];
     assert!(first.evaluations_run > 3, "{}", first.evaluations_run);
-    // The defaults are the first particle, so the best is never worse.
-    assert!(c.search_value >= c.evaluations[0].1, "{c:?}");
+    // The defaults are the first particle, measured.
+    defaults_measured_first(&cfg, c, &work);
     assert!(c.best_validated.0.is_finite() && c.default_validated.0.is_finite());
-    assert!(work.join("convergence.svg").exists() || std::env::var_os("CI_NO_FONT").is_some());
+    // The plot needs a TrueType font: without one it is not drawn (a
+    // failure under CI, a visible note elsewhere; the table still stands).
+    match qlog_analysis::plot::ensure_font() {
+        Ok(()) => assert!(work.join("convergence.svg").exists()),
+        Err(e) if test_support::under_ci() => panic!("no convergence plot under CI: {e}"),
+        Err(e) => test_support::note(&format!("convergence.svg not checked: {e}")),
+    }
 
     // The table: generic, and as SMCC's offline mode reads it.
     let table = cc_algorithms::tuned::TunedTable::load(&out).unwrap();
@@ -148,10 +211,69 @@ fn cmaes_tunes_too() {
         .unwrap(),
     );
     let c = &r.conditions[0];
-    // The defaults are measured first; three per generation after.
+    // The defaults (the mean CMA-ES starts from) are measured first; three
+    // per generation after.
     assert_eq!(c.evaluations[0].0, vec![2.0, 4.0]);
+    defaults_measured_first(&cfg, c, &work);
     assert!(c.evaluations.len() >= 4, "{}", c.evaluations.len());
-    assert!(c.search_value >= c.evaluations[0].1);
+}
+
+/// Both optimisers, replayed as the tuner replays them (points of the unit
+/// cube to Vegas specs through the tune's space, values looked up by spec,
+/// a spec the registry refuses worth NaN), find the maximum of a synthetic
+/// objective: a bowl over alpha and beta peaking at alpha 2.6, beta 4.9,
+/// away from the defaults (2, 4) and the middle of the ranges (2.5, 4).
+#[test]
+fn both_optimisers_find_a_known_optimum_of_a_synthetic_objective() {
+    let (peak_alpha, peak_beta) = (2.6, 4.9);
+    let value = |spec: &str| -> f64 {
+        if cc_algorithms::parse(spec).is_err() {
+            return f64::NAN;
+        }
+        let get = |k: &str| -> f64 {
+            let (_, rest) = spec.split_once(&format!("{k}=")).unwrap();
+            rest.split(',').next().unwrap().parse().unwrap()
+        };
+        -((get("alpha") - peak_alpha) / 3.0).powi(2) - ((get("beta") - peak_beta) / 4.0).powi(2)
+    };
+    for kind in ["pso", "cmaes"] {
+        let mut r = request(kind);
+        r.swarm = Some(8);
+        r.iterations = Some(25);
+        let (cfg, _) = plan(&r).unwrap();
+        let space = &cfg.space;
+        let mut store: HashMap<String, f64> = HashMap::new();
+        let mut batches = 0;
+        let trace = loop {
+            let step = optimizer::replay(&cfg.optimizer, space.dims(), &mut |x| {
+                store.get(&space.spec(&space.values(x))).copied()
+            });
+            match step {
+                Step::Need(points) => {
+                    batches += 1;
+                    for p in points {
+                        let spec = space.spec(&space.values(&p));
+                        let v = value(&spec);
+                        store.insert(spec, v);
+                    }
+                }
+                Step::Done(t) => break t,
+            }
+        };
+        assert!(batches > 2, "{kind}: {batches} batches");
+        assert_eq!(
+            space.values(&trace.told[0].0),
+            registry_defaults(&cfg),
+            "{kind}"
+        );
+        let best = space.values(&trace.best);
+        // Within 5% of each range.
+        assert!(
+            (best[0] - peak_alpha).abs() < 0.15 && (best[1] - peak_beta).abs() < 0.2,
+            "{kind}: best {best:?} ({}), peak ({peak_alpha}, {peak_beta})",
+            trace.best_value
+        );
+    }
 }
 
 /// `cclab tune smcc`: SMCC's offline mode as a preset the algorithm

@@ -244,12 +244,9 @@ fn qvis_export_has_the_header_and_names_qvis_reads() {
 
 #[test]
 fn qvis_export_of_a_microsecond_draft_converts_rtts() {
-    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/qlog-samples/picoquic-trace-ref.qlog");
-    if !p.exists() {
-        eprintln!("skipping: sample not present");
+    let Some(p) = test_support::qlog_sample("picoquic-trace-ref.qlog") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.qlog");
     qlog_analysis::qvis::export(&p, &out).unwrap();

@@ -1,31 +1,25 @@
 //! The readers against files no one on this project wrote
 //! (`shared/qlog-samples`), checked against an independent reading of the
 //! same files with serde_json, and the expected figures stated.
+//! `CCLAB_QLOG_SAMPLES` points elsewhere; without the samples these tests
+//! skip, or fail under CI (test_support).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use qlog_analysis::analysis::Analyzer;
 use qlog_analysis::summary::summarize_file;
 use serde_json::Value;
 
-fn sample(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/qlog-samples")
-        .join(name)
-}
-
-fn samples_present(name: &str) -> bool {
-    let p = sample(name);
-    if !p.exists() {
-        eprintln!("skipping: {} is not present", p.display());
-    }
-    p.exists()
+/// A shared sample; `None` (after a skip, or a failure under CI) when the
+/// samples are not there (test_support::qlog_sample).
+fn sample(name: &str) -> Option<PathBuf> {
+    test_support::qlog_sample(name)
 }
 
 /// An independent reading: (metrics events, cwnd points, latest_rtt
 /// samples in ms, duration s, sent, received, lost).
-fn independent(name: &str) -> (usize, usize, Vec<f64>, f64, usize, usize, usize) {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(sample(name)).unwrap()).unwrap();
+fn independent(path: &Path) -> (usize, usize, Vec<f64>, f64, usize, usize, usize) {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let t = &v["traces"][0];
     let fields: Vec<String> = t["event_fields"]
         .as_array()
@@ -68,12 +62,12 @@ fn independent(name: &str) -> (usize, usize, Vec<f64>, f64, usize, usize, usize)
     )
 }
 
-fn check(name: &str) -> qlog_analysis::summary::Summary {
-    let f = summarize_file(&sample(name), 0.1).unwrap();
+fn check(path: &Path) -> qlog_analysis::summary::Summary {
+    let f = summarize_file(path, 0.1).unwrap();
     assert_eq!(f.read.skipped, 0, "{:?}", f.read);
     assert_eq!(f.connections.len(), 1);
     let s = f.connections[0].clone();
-    let (metrics, cwnd, rtts, dur, sent, recv, lost) = independent(name);
+    let (metrics, cwnd, rtts, dur, sent, recv, lost) = independent(path);
     assert_eq!(s.counts.metrics_updated as usize, metrics);
     assert_eq!(s.counts.cwnd_points as usize, cwnd);
     assert_eq!(s.counts.rtt_samples as usize, rtts.len());
@@ -105,10 +99,10 @@ fn check(name: &str) -> qlog_analysis::summary::Summary {
 
 #[test]
 fn picoquic_draft00_microseconds() {
-    if !samples_present("picoquic-trace-ref.qlog") {
+    let Some(p) = sample("picoquic-trace-ref.qlog") else {
         return;
-    }
-    let s = check("picoquic-trace-ref.qlog");
+    };
+    let s = check(&p);
     // Stated figures: 24 metrics updates, 2 with cwnd, 8 latest_rtt samples
     // (20.930..23.046 ms, mean 21.7106 ms), 20 sent, 15 received, 2 lost.
     assert_eq!(s.format, "draft-00-json");
@@ -129,7 +123,7 @@ fn picoquic_draft00_microseconds() {
     );
     // The cwnd series holds exactly the file's values.
     let mut a = Analyzer::new(0.1, true);
-    qlog_analysis::read_file(&sample("picoquic-trace-ref.qlog"), &mut a).unwrap();
+    qlog_analysis::read_file(&p, &mut a).unwrap();
     let cw: Vec<f64> = a.connections[0].series.cwnd.iter().map(|p| p.1).collect();
     assert_eq!(cw, vec![15360.0, 7680.0]);
     // Pacing stays in bit/s (the draft's unit): 7268505 in the file.
@@ -138,10 +132,10 @@ fn picoquic_draft00_microseconds() {
 
 #[test]
 fn qvis_draft01_strings_and_milliseconds() {
-    if !samples_present("qvis-draft01-parallel.qlog") {
+    let Some(p) = sample("qvis-draft01-parallel.qlog") else {
         return;
-    }
-    let s = check("qvis-draft01-parallel.qlog");
+    };
+    let s = check(&p);
     // Stated figures: 45 metrics updates, all with cwnd; 19 latest_rtt
     // samples, 169..189 ms, mean 171.05 ms; 110 sent, 403 received.
     assert_eq!(s.format, "draft-01-json");
