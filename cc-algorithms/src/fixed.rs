@@ -1,7 +1,7 @@
 //! `fixed`: a congestion window of `window` packets that never changes.
 //!
-//! The smallest complete plugin (README.md, "Write a new plugin", quotes
-//! this file whole, and `scripts/test-embed.sh` checks that the two agree).
+//! The smallest complete plugin (docs/writing-a-plugin.md quotes this file
+//! whole, and `scripts/check-docs.py` checks that the two agree).
 //! It is also a reference flow for experiments: it keeps `window` packets
 //! in flight whatever the network does, so it sends at about
 //! `window x MSS / RTT` and never backs off on loss or delay.

@@ -624,7 +624,7 @@ const ENTRIES: &[Entry] = &[
     Entry {
         info: AlgorithmInfo {
             name: "fixed",
-            summary: "a constant window of `window` packets: no reaction to loss or delay (a reference flow; the README's example plugin)",
+            summary: "a constant window of `window` packets: no reaction to loss or delay (a reference flow; the example plugin of docs/writing-a-plugin.md)",
             origin: Origin::Plugin,
             params: &[number("window", "packets", 10.0, 2.0, 100000.0, "the congestion window")],
         },

@@ -248,3 +248,45 @@ fn link_sim_shorthand_picks_the_backend() {
     .to_string();
     assert!(e.contains("link") && e.contains("backend name"), "{e}");
 }
+
+/// A figure nothing measured is null, not 0: with the qlog off the flows'
+/// losses are unknown (while the bottleneck, which counts its own drops,
+/// still reports them); with the qlog on they are counted. And the two
+/// utilizations: over the whole run (slow start included) and from 1 s
+/// after the start.
+#[test]
+fn unmeasured_losses_are_null_and_both_utilizations_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |qlog: &str| -> Value {
+        let out = dir.path().join(qlog);
+        let o = Command::new(env!("CARGO_BIN_EXE_cclab"))
+            .args(["run", "--link", "sim", "--cc", "newreno"])
+            .args(["--rate", "5mbit", "--rtt", "100ms", "--queue", "0.5bdp"])
+            .args(["--duration", "8s", "--qlog-level", qlog, "--quiet"])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+    };
+    let off = run("off");
+    let b = &off["bottleneck"];
+    assert!(
+        b["drops"].as_u64().unwrap() > 0,
+        "the scenario must drop: {b}"
+    );
+    let f = &off["flows"][0];
+    assert!(f["lost_packets"].is_null(), "qlog off: {f}");
+    assert!(f["ci95"].get("lost_packets").is_none(), "{f}");
+    assert!(off["repetitions"][0]["flows"][0]["lost_packets"].is_null());
+    let on = run("metrics");
+    let lost = on["flows"][0]["lost_packets"].as_f64().expect("measured");
+    assert!(lost > 0.0, "{}", on["flows"][0]);
+    let (u, us) = (
+        b["utilization"].as_f64().unwrap(),
+        b["utilization_steady"].as_f64().expect("an 8 s run has it"),
+    );
+    assert!(u > 0.5 && u < us && us <= 1.0, "whole {u}, steady {us}");
+    assert!(off["ci95"].get("utilization_steady").is_some());
+}

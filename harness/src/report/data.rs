@@ -133,7 +133,11 @@ fn add_rep(
         g.cc = cc.to_string();
         let goodput = f["goodput_bps"].as_f64().unwrap_or(0.0);
         g.goodput.push(goodput);
-        g.lost.push(f["lost_packets"].as_f64().unwrap_or(0.0));
+        // Null (not measured: no qlog) stays out of the mean; a group
+        // with no measured losses shows none.
+        if let Some(l) = f["lost_packets"].as_f64() {
+            g.lost.push(l);
+        }
         if let Some(m) = f["rtt_ms"]["mean"].as_f64() {
             g.rtt_mean.push(m);
         }

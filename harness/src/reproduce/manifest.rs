@@ -241,6 +241,7 @@ impl Selector {
 pub const METRICS: &[&str] = &[
     "drops",
     "utilization",
+    "utilization_steady",
     "queue_delay_ms",
     "queue_pkts",
     "loss_rate",

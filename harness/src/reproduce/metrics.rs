@@ -7,7 +7,8 @@
 //! | metric | unit | over the selected flows |
 //! |---|---|---|
 //! | `drops` | packets dropped at the bottleneck | – |
-//! | `utilization` | % of capacity used | – |
+//! | `utilization` | % of capacity used over the whole run | – |
+//! | `utilization_steady` | the same from 1 s after the first start (runs over 5 s) | – |
 //! | `queue_delay_ms` | mean sojourn of departed packets | – |
 //! | `queue_pkts` | time-mean queue length (100 ms samples) | – |
 //! | `loss_rate` | % of offered bytes dropped | – |
@@ -182,6 +183,7 @@ fn link_value(metric: &str, r: &Value) -> Option<f64> {
     Some(match metric {
         "drops" => num(&b["drops"]),
         "utilization" => 100.0 * num(&b["utilization"]),
+        "utilization_steady" => 100.0 * num(&b["utilization_steady"]),
         "queue_delay_ms" => num(&b["queue_delay_ms_mean"]),
         "loss_rate" => 100.0 * b["loss_rate"].as_f64().unwrap_or(0.0),
         "delivery_ratio" => 100.0 * (1.0 - b["loss_rate"].as_f64().unwrap_or(0.0)),
@@ -216,6 +218,7 @@ fn is_flow_metric(m: &str) -> bool {
         m,
         "drops"
             | "utilization"
+            | "utilization_steady"
             | "queue_delay_ms"
             | "queue_pkts"
             | "loss_rate"

@@ -193,7 +193,7 @@ fn add_qlog_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, r
             mean: x.mean,
             p95: x.p95,
         });
-        r.lost_packets = s.loss.packets;
+        r.lost_packets = Some(s.loss.packets);
         r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
         r.cwnd_cv = s.cwnd.as_ref().map(|c| c.cv);
     }
@@ -240,6 +240,9 @@ fn bottleneck_result(
         if let Some(u) = utilization(&samples, d, first_start, active_s) {
             b.utilization = u;
         }
+        if active_s - first_start > STEADY_MIN_S {
+            b.utilization_steady = utilization(&samples, d, first_start + STEADY_SKIP_S, active_s);
+        }
         if counters.is_none() {
             from_samples(&mut b, &samples, d, sc.link.dir(d).rate_bps);
         }
@@ -263,26 +266,23 @@ fn from_counters(b: &mut BottleneckResult, c: &Counters) {
     b.loss_rate = (c.arrived_bytes > 0).then(|| c.dropped_bytes as f64 / c.arrived_bytes as f64);
 }
 
-/// Utilization while the flows were active, from the samples.
-fn utilization(
-    samples: &[bottleneck::Sample],
-    d: Dir,
-    first_start: f64,
-    active_s: f64,
-) -> Option<f64> {
+/// `utilization_steady` leaves out this much after the first flow's start
+/// (the handshake and the first slow start: part of the flows, not of the
+/// link's steady use), s.
+pub const STEADY_SKIP_S: f64 = 1.0;
+/// ... and exists only for runs longer than this, s.
+pub const STEADY_MIN_S: f64 = 5.0;
+
+/// Utilization from `from` (s) to `active_s`, from the samples: the
+/// time-weighted mean of the samples that lie wholly inside.
+fn utilization(samples: &[bottleneck::Sample], d: Dir, from: f64, active_s: f64) -> Option<f64> {
     let mut num = 0.0;
     let mut den = 0.0;
     for s in samples.iter().filter(|s| s.dir == d.as_str()) {
         let t0s = s.t_s - s.interval_s;
-        // Skip the first second after the first start (handshake and
-        // slow start are part of the flows, but not of the link's
-        // steady use) only when the run is long enough to afford it.
-        let warm = if active_s - first_start > 5.0 {
-            first_start + 1.0
-        } else {
-            first_start
-        };
-        if t0s >= warm && s.t_s <= active_s {
+        // Sample boundaries are not aligned with `from`: allow a sample
+        // that starts within a microsecond of it.
+        if t0s >= from - 1e-6 && s.t_s <= active_s + 1e-6 {
             num += s.utilization * s.interval_s;
             den += s.interval_s;
         }

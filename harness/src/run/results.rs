@@ -39,8 +39,10 @@ pub struct FlowResult {
     pub qlog_goodput_bps: Option<f64>,
     /// RTT from the sender's qlog.
     pub rtt_ms: Option<RttMs>,
-    /// Packets the sender declared lost.
-    pub lost_packets: u64,
+    /// Packets the sender declared lost, from its qlog; `None` (null) when
+    /// that qlog was not written (`--qlog-level off`) or could not be read:
+    /// nothing measured it, and it is not 0.
+    pub lost_packets: Option<u64>,
     /// Mean cwnd of the sender, bytes.
     pub cwnd_mean: Option<f64>,
     /// The sender's cwnd coefficient of variation (time-weighted standard
@@ -60,8 +62,12 @@ pub struct FlowResult {
 pub struct BottleneckResult {
     /// `up` or `down`.
     pub direction: String,
-    /// Sent bits / capacity while flows were active.
+    /// Sent bits / capacity over the whole measured interval: from the
+    /// first flow's start to the end of the run (docs/metrics.md).
     pub utilization: f64,
+    /// The same from one second after the first flow's start (handshake
+    /// and the first slow start left out); null for runs of 5 s or less.
+    pub utilization_steady: Option<f64>,
     /// Packets dropped (all reasons).
     pub drops: u64,
     /// Mean queueing delay of the packets that crossed, ms.
@@ -112,8 +118,8 @@ pub struct FlowSummary {
     pub goodput_bps: f64,
     /// Mean RTT figures, ms.
     pub rtt_ms: Option<RttMs>,
-    /// Mean lost packets.
-    pub lost_packets: f64,
+    /// Mean lost packets; null when a repetition did not measure them.
+    pub lost_packets: Option<f64>,
     /// Repetitions in which it completed.
     pub completed: u32,
     /// 95% confidence half-widths (Student t) of goodput_bps, rtt mean, lost.

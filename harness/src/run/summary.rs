@@ -37,7 +37,7 @@ fn mean_ci_of<T>(items: &[T], f: impl Fn(&T) -> f64) -> (f64, f64) {
 }
 
 /// Named 95% half-widths.
-fn ci95(pairs: [(&str, f64); 3]) -> BTreeMap<String, f64> {
+fn ci95<const N: usize>(pairs: [(&str, f64); N]) -> BTreeMap<String, f64> {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
@@ -51,6 +51,11 @@ pub fn summarize(
     let nflows = reps.first().map_or(0, |r| r.flows.len());
     let flows = (0..nflows).map(|i| flow_summary(&reps, i)).collect();
     let (bottleneck, uci, qci) = bottleneck_mean(&reps);
+    let steady: Option<Vec<f64>> = reps
+        .iter()
+        .map(|r| r.bottleneck.utilization_steady)
+        .collect();
+    let sci = steady.filter(|v| !v.is_empty()).map(|v| mean_ci(&v).1);
     let js: Vec<f64> = reps.iter().filter_map(|r| r.jain_fairness).collect();
     let (jain, jci) = mean_ci(&js);
     RunSummary {
@@ -69,7 +74,10 @@ pub fn summarize(
             ("utilization", uci),
             ("queue_delay_ms_mean", qci),
             ("jain_fairness", jci),
-        ]),
+        ])
+        .into_iter()
+        .chain(sci.map(|c| ("utilization_steady".to_string(), c)))
+        .collect(),
         repetitions: reps,
     }
 }
@@ -81,7 +89,13 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
     };
     let (goodput, gci) = mean_ci(&of(&|f| f.goodput_bps));
     let (bytes, _) = mean_ci(&of(&|f| f.bytes as f64));
-    let (lost, lci) = mean_ci(&of(&|f| f.lost_packets as f64));
+    // Null unless every repetition measured its losses.
+    let losts: Option<Vec<f64>> = reps
+        .iter()
+        .filter_map(|r| r.flows.get(i))
+        .map(|f| f.lost_packets.map(|l| l as f64))
+        .collect();
+    let lost = losts.as_deref().map(mean_ci);
     let rtts: Vec<&RttMs> = reps
         .iter()
         .filter_map(|r| r.flows.get(i)?.rtt_ms.as_ref())
@@ -100,16 +114,15 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         bytes,
         goodput_bps: goodput,
         rtt_ms: rtt,
-        lost_packets: lost,
+        lost_packets: lost.map(|l| l.0),
         completed: reps
             .iter()
             .filter(|r| r.flows.get(i).is_some_and(|f| f.complete))
             .count() as u32,
-        ci95: ci95([
-            ("goodput_bps", gci),
-            ("rtt_ms_mean", rci),
-            ("lost_packets", lci),
-        ]),
+        ci95: ci95([("goodput_bps", gci), ("rtt_ms_mean", rci)])
+            .into_iter()
+            .chain(lost.map(|l| ("lost_packets".to_string(), l.1)))
+            .collect(),
     }
 }
 
@@ -124,6 +137,13 @@ fn bottleneck_mean(reps: &[RepResult]) -> (BottleneckResult, f64, f64) {
     let b = BottleneckResult {
         direction: first.map(|b| b.direction.clone()).unwrap_or_default(),
         utilization: util,
+        // Null unless every repetition has it.
+        utilization_steady: reps
+            .iter()
+            .map(|r| r.bottleneck.utilization_steady)
+            .collect::<Option<Vec<f64>>>()
+            .filter(|v| !v.is_empty())
+            .map(|v| mean_ci(&v).0),
         drops: drops.round() as u64,
         queue_delay_ms_mean: qd,
         bytes: mean_ci_of(reps, |r| r.bottleneck.bytes as f64).0 as u64,

@@ -165,8 +165,8 @@ pub fn metrics(
     let capacity = key.condition.rate_bps;
     let tuned: Vec<_> = s.flows.iter().filter(|f| runs(&f.cc, algorithm)).collect();
     let goodput: f64 = tuned.iter().map(|f| f.goodput_bps).sum();
-    let lost: f64 = tuned.iter().map(|f| f.lost_packets).sum();
-    let sent = tuned.iter().map(|f| f.bytes).sum::<f64>() / 1200.0 + lost;
+    // Losses come from the senders' qlog: absent (not 0) without it.
+    let lost: Option<f64> = tuned.iter().map(|f| f.lost_packets).sum();
     let rtts: Vec<_> = tuned.iter().filter_map(|f| f.rtt_ms.as_ref()).collect();
     let mean_of = |v: Vec<f64>| {
         if v.is_empty() {
@@ -180,6 +180,10 @@ pub fn metrics(
         m.insert(k.to_string(), v);
     };
     put("utilization", s.bottleneck.utilization);
+    put(
+        "utilization_steady",
+        s.bottleneck.utilization_steady.unwrap_or(f64::NAN),
+    );
     put("goodput", goodput / capacity);
     put("goodput_mbps", goodput / 1e6);
     put("queue_delay", s.bottleneck.queue_delay_ms_mean);
@@ -190,7 +194,17 @@ pub fn metrics(
     put("base_rtt", key.condition.rtt_ns as f64 / 1e6);
     put("rtt", mean_of(rtts.iter().map(|r| r.mean).collect()));
     put("p95_rtt", mean_of(rtts.iter().map(|r| r.p95).collect()));
-    put("loss_rate", if sent > 0.0 { lost / sent } else { 0.0 });
+    put(
+        "loss_rate",
+        lost.map_or(f64::NAN, |lost| {
+            let sent = tuned.iter().map(|f| f.bytes).sum::<f64>() / 1200.0 + lost;
+            if sent > 0.0 {
+                lost / sent
+            } else {
+                0.0
+            }
+        }),
+    );
     put("drop_rate", s.bottleneck.loss_rate.unwrap_or(f64::NAN));
     put("jain", s.jain_fairness.unwrap_or(1.0));
     put("flows", s.flows.len() as f64);

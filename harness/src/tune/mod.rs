@@ -425,6 +425,13 @@ fn run_batch(
                 }
                 let r = evaluate::evaluate(&t.base, &algorithm, key, &rc, t.work, exec.keep_runs);
                 let Ok(mut d) = done.lock() else { break };
+                // A metric the objective names that a finished run did not
+                // measure stops the tune: every run would lack it, and a
+                // NaN would pass for a bad value.
+                let r = r.and_then(|rec| match t.objective.unmeasured(&rec) {
+                    Some(e) => Err(RunError::Io(std::io::Error::other(e))),
+                    None => Ok(rec),
+                });
                 match r {
                     Ok(rec) => {
                         d.2 += rec.wall_s;

@@ -21,7 +21,11 @@ use std::collections::BTreeMap;
 pub const METRICS: &[(&str, &str)] = &[
     (
         "utilization",
-        "bits that crossed the bottleneck / its capacity, 0..1",
+        "bits that crossed the bottleneck / its capacity over the whole run, 0..1",
+    ),
+    (
+        "utilization_steady",
+        "the same from 1 s after the first flow's start (runs over 5 s only), 0..1",
     ),
     (
         "goodput",
@@ -139,6 +143,35 @@ impl Objective {
         }
         walk(&self.tree, &mut out);
         out
+    }
+
+    /// Why `rec`, a run that finished, cannot be scored: a metric this
+    /// objective names is absent from it (nothing measured it). `None`
+    /// when every metric is there, or when the run failed (its error says
+    /// why).
+    pub fn unmeasured(&self, rec: &super::evaluate::Record) -> Option<String> {
+        if rec.error.is_some() {
+            return None;
+        }
+        self.unmeasured_in(&rec.metrics, &rec.key.spec)
+    }
+
+    /// [`Self::unmeasured`] over a run's metrics.
+    pub fn unmeasured_in(&self, metrics: &BTreeMap<String, f64>, spec: &str) -> Option<String> {
+        let missing: Vec<String> = self
+            .metrics()
+            .into_iter()
+            .filter(|m| !metrics.contains_key(m))
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the objective names {}, which run {} did not measure (loss_rate needs the \
+                 senders' qlog; utilization_steady a run over 5 s; p95_queue_delay the \
+                 per-packet bottleneck log)",
+                missing.join(", "),
+                spec
+            )
+        })
     }
 
     /// Its value for these metrics; NaN when a metric it names is missing
@@ -319,6 +352,21 @@ mod tests {
 
     fn m(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn an_unmeasured_metric_is_named_not_scored() {
+        let o = Objective::parse("goodput - loss_rate").unwrap();
+        let e = o
+            .unmeasured_in(&m(&[("goodput", 0.9)]), "vegas:alpha=2")
+            .expect("loss_rate is missing");
+        assert!(
+            e.contains("loss_rate") && e.contains("vegas:alpha=2") && e.contains("qlog"),
+            "{e}"
+        );
+        assert!(o
+            .unmeasured_in(&m(&[("goodput", 0.9), ("loss_rate", 0.01)]), "x")
+            .is_none());
     }
 
     #[test]

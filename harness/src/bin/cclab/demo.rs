@@ -140,11 +140,12 @@ fn run_alg(
             let f = &s.flows[0];
             if !quiet {
                 eprintln!(
-                    "{:>6.2} Mbit/s  util {:>5.1}%  queue {:>5.1} ms  lost {:>5.0}",
+                    "{:>6.2} Mbit/s  util {:>5.1}%  queue {:>5.1} ms  lost {:>5}",
                     f.goodput_bps / 1e6,
                     s.bottleneck.utilization * 100.0,
                     s.bottleneck.queue_delay_ms_mean,
                     f.lost_packets
+                        .map_or("\u{2014}".into(), |l| format!("{l:.0}"))
                 );
             }
             Some(serde_json::json!({
@@ -201,12 +202,14 @@ fn print_table(rows: &[serde_json::Value]) {
             continue;
         }
         println!(
-            "{:<28} {:>10.2} {:>6.1}% {:>9.1} {:>7.0} {:>8.1}",
+            "{:<28} {:>10.2} {:>6.1}% {:>9.1} {:>7} {:>8.1}",
             r["cc"].as_str().unwrap_or(""),
             r["goodput_bps"].as_f64().unwrap_or(0.0) / 1e6,
             r["utilization"].as_f64().unwrap_or(0.0) * 100.0,
             r["queue_delay_ms_mean"].as_f64().unwrap_or(0.0),
-            r["lost_packets"].as_f64().unwrap_or(0.0),
+            r["lost_packets"]
+                .as_f64()
+                .map_or("\u{2014}".into(), |l| format!("{l:.0}")),
             r["rtt_ms"]["mean"].as_f64().unwrap_or(0.0)
         );
     }

@@ -258,7 +258,7 @@ fn print_summary(s: &RunSummary) {
             format!("{:.2}", f.goodput_bps / 1e6)
         };
         println!(
-            "  {:<5} {:<28} {:>14} {:>10} {:>10} {:>8.0} {:>6}",
+            "  {:<5} {:<28} {:>14} {:>10} {:>10} {:>8} {:>6}",
             f.index,
             f.cc,
             g,
@@ -268,7 +268,8 @@ fn print_summary(s: &RunSummary) {
             f.rtt_ms
                 .as_ref()
                 .map_or("-".into(), |r| format!("{:.1}", r.p95)),
-            f.lost_packets,
+            f.lost_packets
+                .map_or("\u{2014}".into(), |l| format!("{l:.0}")),
             format!("{}/{}", f.completed, reps)
         );
     }
