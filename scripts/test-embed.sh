@@ -67,41 +67,7 @@ trap cleanup EXIT
 
 # 1. The README's quoted code against the files.
 step "README code blocks against the files they quote"
-python3 - "$root" <<'EOF' || fail "the README's quoted code differs from the files (see above)"
-import pathlib, re, sys
-
-root = pathlib.Path(sys.argv[1])
-readme = (root / "README.md").read_text()
-# <!-- embed-check: same FILE -->       the next fenced block is FILE, whole
-# <!-- embed-check: in FILE [FILE...] --> the next fenced block's lines are
-#                                         consecutive lines of each FILE
-#                                         (indentation aside)
-marker = re.compile(r"<!-- embed-check: (same|in) ([^>]+?) -->\n+```[a-z]*\n(.*?)^```", re.S | re.M)
-
-
-def contains(text, block):
-    lines = [l.strip() for l in text.splitlines()]
-    want = [l.strip() for l in block.splitlines()]
-    return any(lines[i:i + len(want)] == want for i in range(len(lines) - len(want) + 1))
-
-
-checks = 0
-bad = 0
-for kind, files, block in marker.findall(readme):
-    for f in files.split():
-        text = (root / f).read_text()
-        ok = text == block if kind == "same" else contains(text, block)
-        checks += 1
-        if not ok:
-            bad += 1
-            print(f"README block marked `{kind} {f}` does not match {f}:", file=sys.stderr)
-            print(block, file=sys.stderr)
-if checks < 6:
-    print(f"only {checks} embed-check blocks found in README.md; expected at least 6", file=sys.stderr)
-    sys.exit(1)
-print(f"test-embed: {checks} quoted blocks match", file=sys.stderr)
-sys.exit(1 if bad else 0)
-EOF
+python3 scripts/check-docs.py || fail "the docs' quoted code differs from the files, or a link is broken (see above)"
 
 # 2. The example plugin: its unit tests, and `cclab list`. The workspace's
 # one release build (scripts/ws-build.sh, made if missing or stale) gives
