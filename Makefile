@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
+.PHONY: all bootstrap build test check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
 
 all: build
 
@@ -26,6 +26,10 @@ test: bootstrap
 # The patched quiche's own library tests (about 1150, with the patch's).
 test-quiche: bootstrap
 	./scripts/test-quiche.sh
+
+# README.md and docs/: quoted code matches the files, every link resolves.
+check-docs:
+	python3 scripts/check-docs.py
 
 # scripts/ensure-deps.sh against a bare Debian 12 root (debootstrap, chroot):
 # every program the build and the tests call is there afterwards. Root.

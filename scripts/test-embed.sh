@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks that cclab's plugins work in other people's quiche applications, and
-# that the README's walkthroughs say what the code does:
+# that the documentation's walkthroughs say what the code does:
 #
-#  1. The README's quoted code ("Use a plugin in your own quiche application",
-#     "Write a new plugin") matches the files it quotes, block by block.
+#  1. The code docs/embedding.md and docs/writing-a-plugin.md quote matches
+#     the files, block by block, and every link of the docs resolves
+#     (scripts/check-docs.py).
 #  2. The example plugin (cc-algorithms/src/fixed.rs) passes its unit tests
 #     and `cclab list` shows it.
 #  3. Builds the standalone projects in examples/embed/ (--locked; offline
@@ -65,8 +66,8 @@ trap cleanup EXIT
 . scripts/lib/ci.sh
 ./patches/bootstrap.sh
 
-# 1. The README's quoted code against the files.
-step "README code blocks against the files they quote"
+# 1. The documentation's quoted code against the files (and its links).
+step "quoted code blocks and links of README.md and docs/ (scripts/check-docs.py)"
 python3 scripts/check-docs.py || fail "the docs' quoted code differs from the files, or a link is broken (see above)"
 
 # 2. The example plugin: its unit tests, and `cclab list`. The workspace's
