@@ -14,7 +14,7 @@ dirty=$([ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && e
 echo "# make bench-sim at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty on $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "# load average $(cut -d" " -f1-3 /proc/loadavg 2>/dev/null) on $(nproc) cores"
 RUNS=${RUNS:-3}
-cargo build --release -q -p harness
+cargo build --release -q -p harness -p quic-server -p quic-client   # the one release build every target uses
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 CCLAB=./target/release/cclab
