@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
 
 all: build
 
@@ -118,6 +118,11 @@ bench-harness: bootstrap
 # Unshaped 1 GB loopback download: goodput, CPU and RSS of both ends.
 bench-loopback: bootstrap
 	./scripts/bench-loopback.sh
+
+# Jain's index of two flows of one algorithm (quiche's CUBIC, HyStart++ on
+# and off) on the default link with real processes on the emulator.
+bench-fairness: bootstrap
+	./scripts/bench-fairness.sh
 
 # The virtual-time link's speed: simulated seconds per wall second.
 bench-sim: bootstrap
