@@ -16,10 +16,8 @@
 # cost of compressing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# What this ran at, first: the commit (-dirty with uncommitted changes) and the date.
-dirty=$([ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo -dirty || true)
-echo "# make bench-loopback at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty on $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "# load average $(cut -d" " -f1-3 /proc/loadavg 2>/dev/null) on $(nproc) cores"
+. scripts/lib/stamp.sh
+stamp bench-loopback
 
 bytes=${BYTES:-1000000000}
 reps=${REPS:-3}

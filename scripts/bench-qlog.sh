@@ -4,10 +4,8 @@
 # file size; RUNS (default 3) the repetitions, interleaved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# What this ran at, first: the commit (-dirty with uncommitted changes) and the date.
-dirty=$([ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo -dirty || true)
-echo "# make bench-qlog at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty on $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "# load average $(cut -d" " -f1-3 /proc/loadavg 2>/dev/null) on $(nproc) cores"
+. scripts/lib/stamp.sh
+stamp bench-qlog
 SIZE_MB=${SIZE_MB:-520}
 RUNS=${RUNS:-3}
 DIR=${BENCH_DIR:-target/bench-qlog}

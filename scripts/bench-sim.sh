@@ -9,10 +9,8 @@
 # Env: RUNS (3), SKIP_C (set to skip the long case).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# What this ran at, first: the commit (-dirty with uncommitted changes) and the date.
-dirty=$([ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo -dirty || true)
-echo "# make bench-sim at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty on $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "# load average $(cut -d" " -f1-3 /proc/loadavg 2>/dev/null) on $(nproc) cores"
+. scripts/lib/stamp.sh
+stamp bench-sim
 RUNS=${RUNS:-3}
 cargo build --release -q -p harness -p quic-server -p quic-client   # the one release build every target uses
 DIR=$(mktemp -d)

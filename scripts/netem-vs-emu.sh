@@ -76,10 +76,8 @@ if [ "${1:-}" = --part ]; then
     exit 0
 fi
 
-# What this ran at, first: the commit (-dirty with uncommitted changes) and the date.
-dirty=$([ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo -dirty || true)
-echo "# make netem-vs-emu at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty on $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "# load average $(cut -d" " -f1-3 /proc/loadavg 2>/dev/null) on $(nproc) cores"
+. scripts/lib/stamp.sh
+stamp netem-vs-emu
 cargo build --release -q -p harness -p quic-server -p quic-client
 SECONDS=0
 if $cclab link probe --json 2>/dev/null | grep -q '"netem": true'; then

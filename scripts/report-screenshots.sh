@@ -13,10 +13,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-# What this ran at, first: the commit (-dirty with uncommitted changes) and the date.
-dirty=$([ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && echo -dirty || true)
-echo "# make report-screenshots at $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty on $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "# load average $(cut -d" " -f1-3 /proc/loadavg 2>/dev/null) on $(nproc) cores"
+. "$root/scripts/lib/stamp.sh"
+stamp report-screenshots
 images=${1:-$root/docs/images}
 work=$root/target/report-screenshots
 if [ -n "${CCLAB:-}" ]; then

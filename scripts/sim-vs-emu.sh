@@ -10,10 +10,8 @@
 # westwood+"), OUT (a temporary directory, removed unless set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# What this ran at, first: the commit (-dirty with uncommitted changes) and the date.
-dirty=$([ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo -dirty || true)
-echo "# make sim-vs-emu at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$dirty on $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "# load average $(cut -d" " -f1-3 /proc/loadavg 2>/dev/null) on $(nproc) cores"
+. scripts/lib/stamp.sh
+stamp sim-vs-emu
 REPS=${REPS:-3}
 DURATION=${DURATION:-15s}
 CCS=${CCS:-"cubic newreno vegas bbr2 smcc westwood+"}
