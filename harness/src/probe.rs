@@ -226,6 +226,10 @@ pub struct Measured {
     pub delivered_bps: f64,
     /// One-way delay quantiles, ms: p50, p99, max.
     pub owd_ms: [f64; 3],
+    /// Median one-way delay, ms, of the datagrams sent in the second half
+    /// of the run: the settled queue of a link whose AQM takes a while to
+    /// respond, without the transient of the first half.
+    pub owd_ms_late_p50: f64,
 }
 
 fn quantile(sorted: &[u64], q: f64) -> u64 {
@@ -250,6 +254,8 @@ pub fn measure(
     };
     let mut max_seq = None;
     let mut owd = Vec::with_capacity(arrivals.len());
+    let mut late = Vec::new();
+    let half = sent.first_ns + (sent.last_ns.saturating_sub(sent.first_ns)) / 2;
     let mut errs = Vec::with_capacity(arrivals.len());
     for a in arrivals {
         if !seen.insert(a.seq) {
@@ -262,6 +268,9 @@ pub fn measure(
         max_seq = max_seq.max(Some(a.seq));
         let d = a.recv_ns.saturating_sub(a.sent_ns);
         owd.push(d);
+        if a.sent_ns >= half {
+            late.push(d);
+        }
         errs.push(d as i64 - expected_owd_ns(a.len) as i64);
     }
     m.received = seen.len() as u64;
@@ -282,8 +291,10 @@ pub fn measure(
         }
     }
     owd.sort_unstable();
+    late.sort_unstable();
     errs.sort_unstable();
     let ms = |v: u64| v as f64 / 1e6;
+    m.owd_ms_late_p50 = ms(quantile(&late, 0.5));
     m.owd_ms = [
         ms(quantile(&owd, 0.5)),
         ms(quantile(&owd, 0.99)),
@@ -352,6 +363,14 @@ pub struct LinkProbe {
     /// the end (`tc -s -j qdisc show` on the router's egress veth).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_qdiscs: Option<serde_json::Value>,
+    /// netem only: the qdiscs on the sender's veth (the segmenting tbf
+    /// and netem, whose `drops` are its loss model's losses).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impairment_qdiscs: Option<serde_json::Value>,
+    /// netem only: the router's links with their counters (`ip -s -j link`),
+    /// where a veth that could not take a packet counts a drop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub veth_stats: Option<serde_json::Value>,
 }
 
 /// Sends a paced UDP probe through `link`'s down direction (server side to
@@ -368,6 +387,8 @@ pub fn measure_link(
     let expected =
         move |len: u32| delay_ns + (wire_bytes(kind, len as u64) as f64 * 8.0 * 1e9 / rate) as u64;
     let mut kernel_qdiscs = None;
+    let mut impairment_qdiscs = None;
+    let mut veth_stats = None;
     let (sent, arrivals) = match kind {
         ProbeLink::Emu => {
             use crate::emu::{EmuConfig, Emulator, Route};
@@ -417,6 +438,16 @@ pub fn measure_link(
             )
             .ok()
             .and_then(|o| serde_json::from_str(&o).ok());
+            let dev = crate::netns::SERVER_DEV;
+            impairment_qdiscs = crate::netns::run(
+                "tc",
+                &["-n", &t.server, "-s", "-j", "qdisc", "show", "dev", dev],
+            )
+            .ok()
+            .and_then(|o| serde_json::from_str(&o).ok());
+            veth_stats = crate::netns::run("ip", &["-n", &t.router, "-s", "-j", "link", "show"])
+                .ok()
+                .and_then(|o| serde_json::from_str(&o).ok());
             drop(n);
             (sent, arrivals)
         }
@@ -431,5 +462,7 @@ pub fn measure_link(
         owd_error_ms,
         sender_cpu_s: sent.cpu_s,
         kernel_qdiscs,
+        impairment_qdiscs,
+        veth_stats,
     })
 }

@@ -169,14 +169,35 @@ fn jitter_keeps_packets_in_order_unless_reordering_is_asked() {
 #[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
 fn random_and_gilbert_elliott_loss() {
     require_netem();
+    // netem's own counters: it counts each datagram its loss model drops
+    // as a qdisc drop, and each it passes on as sent. Checked against
+    // those, not against what the receiver missed: in a guest on a loaded
+    // host, a stalled softirq can overflow a veth's backlog downstream of
+    // netem (once 1313 of 2500 datagrams, all past netem), which says
+    // nothing about the loss model.
+    let netem_counts = |p: &harness::probe::LinkProbe| -> (u64, u64) {
+        let q = p
+            .impairment_qdiscs
+            .as_ref()
+            .and_then(|v| v.as_array())
+            .and_then(|a| a.iter().find(|q| q["kind"] == "netem"))
+            .unwrap_or_else(|| panic!("no netem qdisc in {:?}", p.impairment_qdiscs));
+        let (passed, dropped) = (q["packets"].as_u64().unwrap(), q["drops"].as_u64().unwrap());
+        (passed + dropped, dropped)
+    };
     let l = link(&[("rate", "50mbit"), ("rtt", "10ms"), ("loss", "5%")]);
     let p = measure_link(ProbeLink::Netem, &l, 10e6, 1000, Duration::from_secs(2)).unwrap();
-    let (lo, hi) = harness::probe::binomial_99(p.measured.sent, 0.05);
-    let lost = (p.measured.sent - p.measured.received) as f64;
+    let (seen, lost) = netem_counts(&p);
     assert!(
-        lost >= lo && lost <= hi,
-        "{lost} lost of {}, 99% interval {lo}..{hi}",
+        seen + 5 >= p.measured.sent,
+        "netem saw {seen} of {}",
         p.measured.sent
+    );
+    let (lo, hi) = harness::probe::binomial_99(seen, 0.05);
+    assert!(
+        (lo..=hi).contains(&(lost as f64)),
+        "netem dropped {lost} of {seen}, 99% interval {lo}..{hi}: {}",
+        serde_json::to_string(&p).unwrap()
     );
     // Gilbert-Elliott: p = 2%, r = 20%, all lost in the bad state: the
     // stationary loss is p / (p + r) = 9.1%, in bursts of 1/r = 5 on average.
@@ -186,8 +207,13 @@ fn random_and_gilbert_elliott_loss() {
         ("loss", "ge:p=2%,r=20%,bad=100%,good=0%"),
     ]);
     let p = measure_link(ProbeLink::Netem, &ge, 10e6, 1000, Duration::from_secs(3)).unwrap();
-    let rate = p.measured.loss_rate;
-    assert!((0.05..0.14).contains(&rate), "GE loss rate {rate}");
+    let (seen, lost) = netem_counts(&p);
+    let rate = lost as f64 / seen as f64;
+    assert!(
+        (0.05..0.14).contains(&rate),
+        "GE loss rate {rate}: {}",
+        serde_json::to_string(&p).unwrap()
+    );
 }
 
 #[test]
@@ -197,11 +223,13 @@ fn kernel_aqms_keep_the_queue_shorter_than_drop_tail() {
     let base = [("rate", "10mbit"), ("rtt", "40ms"), ("queue", "2bdp")];
     // 10% overload for 4 s: drop-tail fills its 2 BDP (80 ms); each AQM
     // drops early. Their controllers take a second or more to settle
-    // (CoDel's drop rate grows with the square root of its count, PIE's
-    // probability in small steps), and in a guest the shaper's late timers
-    // add their own queueing, so the check is against drop-tail (at least
-    // 10 ms shorter), not against their targets. Measured in a user-mode
-    // Linux guest on a loaded host: drop-tail 78.6 ms, CoDel 61.2 ms.
+    // (CoDel's drop rate grows with the square root of its count; PIE's
+    // probability starts in steps scaled down by up to 2048 while it is
+    // small), so the queue compared is the median of the second half of
+    // the run. In a guest the shaper's late timers add their own queueing,
+    // so the check is against drop-tail (at least 10 ms shorter), not
+    // against the AQMs' targets. Measured in a user-mode Linux guest,
+    // whole-run medians: drop-tail 78.7 ms, CoDel 61.2 ms, PIE 69-72 ms.
     let at_overload = |aqm: &str| {
         let mut pairs = base.to_vec();
         pairs.push(("aqm", aqm));
@@ -213,7 +241,7 @@ fn kernel_aqms_keep_the_queue_shorter_than_drop_tail() {
             Duration::from_secs(4),
         )
         .unwrap();
-        (p.measured.owd_ms[0] - 20.0, p.measured.loss_rate)
+        (p.measured.owd_ms_late_p50 - 20.0, p.measured.loss_rate)
     };
     let (tail_q, tail_loss) = at_overload("droptail");
     assert!(
