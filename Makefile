@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim sim-vs-emu netem-vs-emu netem-run lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu netem-vs-emu netem-run lint clean
 
 all: build
 
@@ -127,6 +127,11 @@ bench-fairness: bootstrap
 # The virtual-time link's speed: simulated seconds per wall second.
 bench-sim: bootstrap
 	./scripts/bench-sim.sh
+
+# Every algorithm with small_packets = allow (quiche's own) and avoid (the
+# default), on sim: goodput, data packet sizes, utilization, losses.
+small-packets: bootstrap
+	./scripts/small-packets.sh
 
 # The same scenarios on sim and on emu (real processes), side by side.
 sim-vs-emu: bootstrap

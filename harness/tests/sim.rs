@@ -290,3 +290,56 @@ fn unmeasured_losses_are_null_and_both_utilizations_are_reported() {
     assert!(u > 0.5 && u < us && us <= 1.0, "whole {u}, steady {us}");
     assert!(off["ci95"].get("utilization_steady").is_some());
 }
+
+#[test]
+fn ack_policy_and_small_packets_are_honoured() {
+    // One CUBIC download per (ack_policy, small_packets); the receiver's
+    // ACK-only packets per data packet and the sender's data packet sizes,
+    // read back from both ends' qlog.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |ack: &str, small: &str| -> Value {
+        let sc = scenario(&format!(
+            "name = \"t\"\nduration = \"4s\"\n[link]\nbackend = \"sim\"\nrate = \"20mbit\"\nrtt = \"40ms\"\nqueue = \"1bdp\"\n[[flows]]\ncc = \"cubic\"\nack_policy = \"{ack}\"\nsmall_packets = \"{small}\"\n"
+        ));
+        let s = sim(&sc, &dir.path().join(format!("{ack}-{small}")));
+        s["flows"][0].clone()
+    };
+    let num = |f: &Value, k: &str| f[k].as_f64().unwrap_or_else(|| panic!("{k} in {f}"));
+    // quiche's own: about one ACK per data packet, most data packets small.
+    let own = run("immediate", "allow");
+    assert!(num(&own, "acks_per_data_packet") > 0.9, "{own}");
+    assert!(num(&own, "data_packet_small_share") > 0.5, "{own}");
+    // Every second packet, and full packets only.
+    let rfc = run("rfc9000", "avoid");
+    let apd = num(&rfc, "acks_per_data_packet");
+    assert!((0.45..0.56).contains(&apd), "{rfc}");
+    assert!(num(&rfc, "data_packet_small_share") < 0.02, "{rfc}");
+    assert!(num(&rfc, "data_packet_bytes_mean") > 1300.0, "{rfc}");
+    // Every fourth.
+    let four = run("delayed:packets=4,max_delay=25ms", "avoid");
+    let apd = num(&four, "acks_per_data_packet");
+    assert!((0.22..0.3).contains(&apd), "{four}");
+    // A bad value is refused naming the field and the forms.
+    let e = Scenario::parse(
+        "name = \"t\"\n[[flows]]\ncc = \"cubic\"\nack_policy = \"sometimes\"\n",
+        "test",
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("flows[0].ack_policy") && e.contains("rfc9000"),
+        "{e}"
+    );
+    let e = Scenario::parse(
+        "name = \"t\"\n[[flows]]\ncc = \"cubic\"\nsmall_packets = \"never\"\n",
+        "test",
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("flows[0].small_packets") && e.contains("avoid"),
+        "{e}"
+    );
+}

@@ -224,6 +224,9 @@ pub struct Connection {
     pub wire: (u64, u64),
     /// Application bytes: received, sent (new), acked (new), retransmitted.
     pub app: AppBytes,
+    /// Sizes of the packets this end sent carrying stream data, and counts
+    /// of ACK-only packets sent and data packets received.
+    pub mix: PacketMixCounts,
     /// Lost packets and bytes (bytes where known).
     pub lost: (u64, u64),
     /// RTT samples (latest, else smoothed), ms.
@@ -279,6 +282,68 @@ pub struct Counts {
     pub state_updates: u64,
     /// `simulation:marker` events (all of them, kept or not).
     pub markers: u64,
+}
+
+/// What [`PacketMix`] is computed from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PacketMixCounts {
+    /// Packets sent with stream data, by size in bytes.
+    pub data_sizes: BTreeMap<u64, u64>,
+    /// Packets sent carrying an ACK frame and nothing ack-eliciting.
+    pub ack_only_sent: u64,
+    /// Packets received with stream data.
+    pub data_received: u64,
+}
+
+/// Which packets an end sent: how full its data packets were, and how
+/// often it acknowledged the data it received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PacketMix {
+    /// Packets sent carrying stream data.
+    pub data_packets: u64,
+    /// Their mean size on the wire, bytes (0 without any).
+    pub data_mean_bytes: f64,
+    /// The largest of them, bytes: the full size this end sent.
+    pub data_max_bytes: u64,
+    /// Share of them smaller than [`SMALL_PACKET_FRACTION`] of the largest:
+    /// sent with less than a full packet's data or room.
+    pub data_small_share: f64,
+    /// ACK-only packets sent (an ACK frame, nothing ack-eliciting).
+    pub ack_only_packets: u64,
+    /// Packets received carrying stream data.
+    pub data_packets_received: u64,
+    /// `ack_only_packets / data_packets_received`, when it received data.
+    pub acks_per_data_packet: Option<f64>,
+}
+
+/// A data packet below this fraction of the largest one an end sent counts
+/// as small in [`PacketMix::data_small_share`] (1282 of 1350 bytes).
+pub const SMALL_PACKET_FRACTION: f64 = 0.95;
+
+impl PacketMixCounts {
+    /// The summary figures.
+    pub fn mix(&self) -> PacketMix {
+        let n: u64 = self.data_sizes.values().sum();
+        let bytes: u64 = self.data_sizes.iter().map(|(s, c)| s * c).sum();
+        let max = self.data_sizes.keys().next_back().copied().unwrap_or(0);
+        let cut = max as f64 * SMALL_PACKET_FRACTION;
+        let small: u64 = self
+            .data_sizes
+            .iter()
+            .filter(|(&s, _)| (s as f64) < cut)
+            .map(|(_, c)| c)
+            .sum();
+        PacketMix {
+            data_packets: n,
+            data_mean_bytes: if n > 0 { bytes as f64 / n as f64 } else { 0.0 },
+            data_max_bytes: max,
+            data_small_share: if n > 0 { small as f64 / n as f64 } else { 0.0 },
+            ack_only_packets: self.ack_only_sent,
+            data_packets_received: self.data_received,
+            acks_per_data_packet: (self.data_received > 0)
+                .then(|| self.ack_only_sent as f64 / self.data_received as f64),
+        }
+    }
 }
 
 /// Application byte counts.
@@ -452,6 +517,11 @@ impl Connection {
             }
         }
         self.app.sent += app_new;
+        if !p.streams.is_empty() {
+            *self.mix.data_sizes.entry(size).or_insert(0) += 1;
+        } else if !p.ack_eliciting && !p.acked.is_empty() {
+            self.mix.ack_only_sent += 1;
+        }
         if let (Some(pn), true) = (p.number, p.ack_eliciting) {
             self.sent
                 .insert((space_code(p.space), pn), SentInfo { t, size, app_new });
@@ -460,6 +530,9 @@ impl Connection {
 
     fn on_received(&mut self, t: f64, p: &Packet) {
         self.counts.packets_received += 1;
+        if !p.streams.is_empty() {
+            self.mix.data_received += 1;
+        }
         let size = p.size.unwrap_or(0);
         self.wire.1 += size;
         self.bin(t).received += size;

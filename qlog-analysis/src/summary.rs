@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::analysis::{Analyzer, AppBytes, Connection, Counts, LossSource, Marker};
+use crate::analysis::{Analyzer, AppBytes, Connection, Counts, LossSource, Marker, PacketMix};
 use crate::reader::{read_file, ReadError, ReadStats};
 use crate::units::{parse_duration_ms, parse_rate};
 
@@ -107,6 +107,9 @@ pub struct Summary {
     pub app_bytes: AppBytes,
     /// Event counts.
     pub counts: Counts,
+    /// Data packet sizes and ACKs sent (from packet events; zeros when the
+    /// trace logged none).
+    pub packets: PacketMix,
     /// The run's conditions: the data of the trace's first
     /// `simulation:scenario` event as written, or null when it has none.
     pub conditions: Option<Value>,
@@ -207,6 +210,7 @@ impl Summary {
             wire_bytes: c.wire,
             app_bytes: c.app,
             counts: c.counts,
+            packets: c.mix.mix(),
             conditions: c.conditions.clone(),
             markers: c.markers.clone(),
             markers_dropped: c.counts.markers.saturating_sub(c.markers.len() as u64),

@@ -19,6 +19,7 @@ pub mod io;
 pub mod qlog_file;
 pub mod rate;
 pub mod server;
+pub mod transport;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

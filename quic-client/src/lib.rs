@@ -45,6 +45,8 @@ pub struct ClientConfig {
     /// Largest UDP payload to send and to accept, bytes (1200..=1500; see
     /// [`quic_app::set_mtu`]); `None`: the default, 1350.
     pub mtu: Option<usize>,
+    /// ACK policy and small packets ([`quic_app::transport`]).
+    pub transport: quic_app::transport::Transport,
 }
 
 /// Bad input, found before anything is sent.
@@ -117,6 +119,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     let mut config = quic_app::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
     config.verify_peer(false);
     cfg.cc.apply(&mut config);
+    cfg.transport.apply(&mut config);
     if let Some(mtu) = cfg.mtu {
         quic_app::set_mtu(&mut config, mtu).map_err(|e| anyhow::anyhow!("mtu: {e}"))?;
     }

@@ -121,6 +121,7 @@ fn signal_closes_the_connection_and_both_qlogs_are_complete(signal: &str) {
             idle_timeout: std::time::Duration::from_secs(5),
             verbose: false,
             mtu: None,
+            transport: Default::default(),
         }))
         .unwrap();
     let addr = server.local_addr();

@@ -52,6 +52,8 @@ pub struct ServerConfig {
     /// Largest UDP payload to send and to accept, bytes (1200..=1500; see
     /// [`quic_app::set_mtu`]); `None`: the default, 1350.
     pub mtu: Option<usize>,
+    /// ACK policy and small packets ([`quic_app::transport`]).
+    pub transport: quic_app::transport::Transport,
 }
 
 /// The server.
@@ -78,6 +80,7 @@ impl Server {
         quic_app::configure(&mut config, quiche::h3::APPLICATION_PROTOCOL)?;
         config.set_max_idle_timeout(settings.idle_timeout.as_millis() as u64);
         settings.cc.apply(&mut config);
+        settings.transport.apply(&mut config);
         if let Some(mtu) = settings.mtu {
             quic_app::set_mtu(&mut config, mtu).map_err(|e| anyhow::anyhow!("mtu: {e}"))?;
         }

@@ -22,6 +22,7 @@ fn config() -> ServerConfig {
         idle_timeout: Duration::from_secs(5),
         verbose: false,
         mtu: None,
+        transport: Default::default(),
     }
 }
 

@@ -47,6 +47,7 @@ pub async fn start_server_with_limit(
         idle_timeout: Duration::from_secs(5),
         verbose: false,
         mtu: None,
+        transport: Default::default(),
     })
     .await
     .expect("server binds");
@@ -76,6 +77,7 @@ pub fn client_config(url: &str) -> ClientConfig {
         print_intervals: false,
         timeout: Duration::from_secs(10),
         mtu: None,
+        transport: Default::default(),
     }
 }
 

@@ -196,6 +196,10 @@ fn add_qlog_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, r
         r.lost_packets = Some(s.loss.packets);
         r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
         r.cwnd_cv = s.cwnd.as_ref().map(|c| c.cv);
+        if s.packets.data_packets > 0 {
+            r.data_packet_bytes_mean = Some(s.packets.data_mean_bytes);
+            r.data_packet_small_share = Some(s.packets.data_small_share);
+        }
     }
     if let Some(p) = &receiver {
         r.qlog.insert("receiver".into(), rel(p));
@@ -203,6 +207,7 @@ fn add_qlog_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, r
     if let Some(s) = fs_receiver.as_ref().and_then(|fs| fs.connections.first()) {
         r.qlog_goodput_bps = s.goodput.as_ref().map(|g| g.mean_bps);
         r.wire_bytes_received = s.wire_bytes.1;
+        r.acks_per_data_packet = s.packets.acks_per_data_packet;
     }
 }
 

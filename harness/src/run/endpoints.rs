@@ -85,6 +85,7 @@ impl<'a> Endpoints<'a> {
             servers.push(self.spawn_server(
                 f.server_cc(),
                 f.mtu,
+                &f.transport,
                 &dir.join(format!("servers/{i}")),
             )?);
         }
@@ -102,6 +103,7 @@ impl<'a> Endpoints<'a> {
         &self,
         cc: &str,
         mtu: Option<u16>,
+        transport: &quic_app::transport::Transport,
         qlog_dir: &Path,
     ) -> Result<Server, RunError> {
         let bin = &self.bins.server;
@@ -123,6 +125,8 @@ impl<'a> Endpoints<'a> {
         .arg("--qlog-dir")
         .arg(qlog_dir)
         .args(mtu.map(|m| format!("--mtu={m}")))
+        .arg(format!("--ack-policy={}", transport.ack))
+        .arg(format!("--small-packets={}", transport.small_packets))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(qlog_dir.join("server.stderr"))?);
@@ -156,6 +160,8 @@ impl<'a> Endpoints<'a> {
         if let Some(m) = f.mtu {
             cmd.arg(format!("--mtu={m}"));
         }
+        cmd.arg(format!("--ack-policy={}", f.transport.ack))
+            .arg(format!("--small-packets={}", f.transport.small_packets));
         cmd.args(["--json", "--interval", "0.5", "--qlog-level"])
             .arg(self.qlog_level.as_str())
             .arg("--qlog-scenario")

@@ -51,6 +51,18 @@ pub struct FlowResult {
     pub cwnd_cv: Option<f64>,
     /// Bytes received on the wire by the data receiver (from its qlog).
     pub wire_bytes_received: u64,
+    /// Mean size of the sender's data packets, bytes, and the share of them
+    /// under 95% of its largest (from its qlog's packet events; null
+    /// without them): which packet regime a result comes from
+    /// (`small_packets`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_packet_bytes_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_packet_small_share: Option<f64>,
+    /// ACK-only packets the receiver sent per data packet it received
+    /// (from its qlog; null without packet events): the `ack_policy` at work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acks_per_data_packet: Option<f64>,
     /// Why it did not complete.
     pub error: Option<String>,
     /// The sender's and receiver's qlog files (relative to the run).
@@ -120,6 +132,14 @@ pub struct FlowSummary {
     pub rtt_ms: Option<RttMs>,
     /// Mean lost packets; null when a repetition did not measure them.
     pub lost_packets: Option<f64>,
+    /// Means of the repetitions' [`FlowResult`] packet figures (absent when
+    /// no repetition logged packet events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_packet_bytes_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_packet_small_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acks_per_data_packet: Option<f64>,
     /// Repetitions in which it completed.
     pub completed: u32,
     /// 95% confidence half-widths (Student t) of goodput_bps, rtt mean, lost.

@@ -106,6 +106,15 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         p95: mean_ci_of(&rtts, |r| r.p95).0,
     });
     let rci = mean_ci_of(&rtts, |r| r.mean).1;
+    // Means over the repetitions that measured them (null when none did).
+    let mean_of = |f: &dyn Fn(&FlowResult) -> Option<f64>| -> Option<f64> {
+        let v: Vec<f64> = reps
+            .iter()
+            .filter_map(|r| r.flows.get(i))
+            .filter_map(f)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
     let first = &reps[0].flows[i];
     FlowSummary {
         index: i,
@@ -115,6 +124,9 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         goodput_bps: goodput,
         rtt_ms: rtt,
         lost_packets: lost.map(|l| l.0),
+        data_packet_bytes_mean: mean_of(&|f| f.data_packet_bytes_mean),
+        data_packet_small_share: mean_of(&|f| f.data_packet_small_share),
+        acks_per_data_packet: mean_of(&|f| f.acks_per_data_packet),
         completed: reps
             .iter()
             .filter(|r| r.flows.get(i).is_some_and(|f| f.complete))

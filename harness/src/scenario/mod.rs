@@ -40,6 +40,7 @@ mod resolved;
 #[cfg(test)]
 mod tests;
 
+use quic_app::transport::AckPolicy;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -126,6 +127,9 @@ pub struct FlowSpec {
     pub mtu: Option<u16>,
     /// Weight of each flow's class under `sched = "wfq"`.
     pub weight: Option<f64>,
+    /// Both ends' ACK policy and small-packet behaviour (`ack_policy`,
+    /// default `immediate`; `small_packets`, default `avoid`).
+    pub transport: quic_app::transport::Transport,
 }
 
 impl FlowSpec {
@@ -142,6 +146,7 @@ impl FlowSpec {
             rate_bps: None,
             mtu: None,
             weight: None,
+            transport: Default::default(),
         }
     }
 
@@ -386,6 +391,8 @@ impl Scenario {
                     ("rate_bps", f.rate_bps.map(serde_json::Value::from)),
                     ("mtu", f.mtu.map(serde_json::Value::from)),
                     ("weight", f.weight.map(serde_json::Value::from)),
+                    ("ack_policy", (f.transport.ack != AckPolicy::Immediate).then(|| f.transport.ack.to_string().into())),
+                    ("small_packets", (f.transport.small_packets != quic_app::transport::Transport::default().small_packets).then(|| f.transport.small_packets.to_string().into())),
                 ] {
                     if let Some(v) = v {
                         j[k] = v;

@@ -1,6 +1,7 @@
 //! Reading a scenario from TOML: every field checked, every error naming
 //! the file, the field and what is allowed.
 
+use quic_app::transport::{AckPolicy, SmallPackets, Transport};
 use std::path::Path;
 
 use cc_algorithms::units::parse_rate;
@@ -29,6 +30,8 @@ const FLOW: &[&str] = &[
     "rate",
     "mtu",
     "weight",
+    "ack_policy",
+    "small_packets",
 ];
 const CROSS: &[&str] = &[
     "rate",
@@ -324,6 +327,24 @@ impl Entry<'_> {
     }
 
     /// `weight`, under `sched = "wfq"`.
+    /// `ack_policy` (default `immediate`, quiche's own).
+    fn ack_policy(&self) -> Result<AckPolicy, ScenarioError> {
+        let Some(v) = self.t.get("ack_policy") else {
+            return Ok(AckPolicy::Immediate);
+        };
+        let s = self.cx.text(&self.field("ack_policy"), v)?;
+        AckPolicy::parse(&s).map_err(|e| self.err("ack_policy", e))
+    }
+
+    /// `small_packets` (default `avoid`; `allow` is quiche's own).
+    fn small_packets(&self) -> Result<SmallPackets, ScenarioError> {
+        let Some(v) = self.t.get("small_packets") else {
+            return Ok(Transport::default().small_packets);
+        };
+        let s = self.cx.text(&self.field("small_packets"), v)?;
+        SmallPackets::parse(&s).map_err(|e| self.err("small_packets", e))
+    }
+
     fn weight(&self) -> Result<Option<f64>, ScenarioError> {
         self.t
             .get("weight")
@@ -417,6 +438,10 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
         rate_bps,
         mtu: mtu(e)?,
         weight: e.weight()?,
+        transport: Transport {
+            ack: e.ack_policy()?,
+            small_packets: e.small_packets()?,
+        },
     })
 }
 

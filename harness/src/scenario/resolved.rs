@@ -64,6 +64,15 @@ fn flow_toml(f: &FlowSpec) -> toml::Value {
     if let Some(w) = f.weight {
         ft.insert("weight".into(), weight_value(w));
     }
+    if f.transport.ack != quic_app::transport::AckPolicy::Immediate {
+        ft.insert("ack_policy".into(), f.transport.ack.to_string().into());
+    }
+    if f.transport.small_packets != quic_app::transport::Transport::default().small_packets {
+        ft.insert(
+            "small_packets".into(),
+            f.transport.small_packets.to_string().into(),
+        );
+    }
     toml::Value::Table(ft)
 }
 

@@ -102,6 +102,7 @@ fn server(
     })?;
     let mut config = tls::server_config().map_err(SimError::Setup)?;
     cc.apply(&mut config);
+    spec.transport.apply(&mut config);
     if let Some(mtu) = spec.mtu {
         quic_app::set_mtu(&mut config, mtu as usize)
             .map_err(|e| SimError::Setup(format!("mtu: {e}")))?;
@@ -141,6 +142,7 @@ impl World {
     fn client_config(&self, i: usize) -> Result<quiche::Config, SimError> {
         let spec = &self.flows[i].spec;
         let mut config = tls::client_config().map_err(SimError::Setup)?;
+        spec.transport.apply(&mut config);
         if spec.direction == scenario::Direction::Upload {
             let cc = cc_algorithms::parse(&spec.cc).map_err(|e| SimError::Cc {
                 flow: i,

@@ -58,6 +58,17 @@ struct Args {
     /// transport parameter), bytes: 1200 to 1500 (default 1350).
     #[arg(long)]
     mtu: Option<usize>,
+    /// When this end acknowledges: immediate (quiche's own: about one ACK
+    /// per data packet), rfc9000 (every 2 ack-eliciting packets or 25 ms),
+    /// or delayed:packets=N,max_delay=Dms.
+    #[arg(long, default_value = "immediate", value_parser = quic_app::transport::AckPolicy::parse)]
+    ack_policy: quic_app::transport::AckPolicy,
+    /// Whether this end sends a data packet smaller than a full one because
+    /// that is all the congestion window has room for: avoid (only when a
+    /// full-size packet fits or nothing is in flight; the default, as
+    /// cclab's scenarios) or allow (quiche's own).
+    #[arg(long, default_value = "avoid", value_parser = quic_app::transport::SmallPackets::parse)]
+    small_packets: quic_app::transport::SmallPackets,
 }
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
@@ -111,6 +122,10 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
         print_intervals: !args.json,
         timeout: seconds("connect-timeout", args.connect_timeout)?,
         mtu: args.mtu,
+        transport: quic_app::transport::Transport {
+            ack: args.ack_policy,
+            small_packets: args.small_packets,
+        },
     })
 }
 

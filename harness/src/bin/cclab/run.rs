@@ -50,6 +50,16 @@ pub struct RunArgs {
     /// Linux) or `--vm=qemu`.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "uml", value_name = "KIND")]
     vm: Option<String>,
+    /// Every flow's ACK policy, both ends (replaces the file's
+    /// `ack_policy`): immediate (quiche's own), rfc9000 (every 2
+    /// ack-eliciting packets or 25 ms) or delayed:packets=N,max_delay=Dms.
+    #[arg(long, value_name = "POLICY")]
+    ack_policy: Option<String>,
+    /// Every flow's small-packet behaviour (replaces the file's
+    /// `small_packets`): allow (quiche's own) or avoid (send data only when
+    /// a full-size packet fits the window or nothing is in flight).
+    #[arg(long, value_name = "MODE")]
+    small_packets: Option<String>,
     /// Print summary.json on standard output.
     #[arg(long)]
     json: bool,
@@ -151,11 +161,32 @@ fn build_scenario(a: &RunArgs) -> Scenario {
     } else {
         sc
     };
-    if o.is_empty() {
-        return sc;
+    let mut sc = if o.is_empty() {
+        sc
+    } else {
+        sc.with_overrides(&o, "command line")
+            .unwrap_or_else(|e| bad_input(e))
+    };
+    set_transport(&mut sc, a.ack_policy.as_deref(), a.small_packets.as_deref());
+    sc
+}
+
+/// `--ack-policy` and `--small-packets` on every flow.
+pub fn set_transport(sc: &mut Scenario, ack: Option<&str>, small: Option<&str>) {
+    use quic_app::transport::{AckPolicy, SmallPackets};
+    let ack = ack
+        .map(|s| AckPolicy::parse(s).unwrap_or_else(|e| bad_input(format!("--ack-policy: {e}"))));
+    let small = small.map(|s| {
+        SmallPackets::parse(s).unwrap_or_else(|e| bad_input(format!("--small-packets: {e}")))
+    });
+    for f in &mut sc.flows {
+        if let Some(a) = ack {
+            f.transport.ack = a;
+        }
+        if let Some(s) = small {
+            f.transport.small_packets = s;
+        }
     }
-    sc.with_overrides(&o, "command line")
-        .unwrap_or_else(|e| bad_input(e))
 }
 
 /// The scenario keys the flags set, e.g. (`link.rate`, "20mbit").
