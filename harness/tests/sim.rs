@@ -283,6 +283,15 @@ fn unmeasured_losses_are_null_and_both_utilizations_are_reported() {
     let on = run("metrics");
     let lost = on["flows"][0]["lost_packets"].as_f64().expect("measured");
     assert!(lost > 0.0, "{}", on["flows"][0]);
+    // The metrics level: recovery metrics and losses, no packet events.
+    let sender = on["repetitions"][0]["flows"][0]["qlog"]["sender"]
+        .as_str()
+        .expect("the sender's qlog");
+    let q = qlog_analysis::summary::summarize_file(&dir.path().join("metrics").join(sender), 0.1)
+        .unwrap();
+    let c = &q.connections[0].counts;
+    assert_eq!((c.packets_sent, c.packets_received), (0, 0), "{c:?}");
+    assert!(c.metrics_updated > 100 && c.packet_lost_events > 0, "{c:?}");
     let (u, us) = (
         b["utilization"].as_f64().unwrap(),
         b["utilization_steady"].as_f64().expect("an 8 s run has it"),
