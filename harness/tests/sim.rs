@@ -352,3 +352,38 @@ fn ack_policy_and_small_packets_are_honoured() {
         "{e}"
     );
 }
+
+#[test]
+fn the_host_timer_slack_is_honoured_and_checked() {
+    // BBR2 paces; quiche's pacer does not catch up a late release, so a
+    // host whose timers wake late sends less and queues less.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |slack: &str| -> Value {
+        let sc = scenario(&format!(
+            "name = \"t\"\nduration = \"6s\"\n[link]\nbackend = \"sim\"\nrate = \"20mbit\"\nrtt = \"40ms\"\nqueue = \"1bdp\"\n[[flows]]\ncc = \"bbr2\"\n[host]\ntimer_slack = \"{slack}\"\n"
+        ));
+        assert_eq!(
+            sc.host.timer_slack_ns,
+            harness::link::units::parse_duration_ns(slack).unwrap()
+        );
+        sim(&sc, &dir.path().join(slack))["bottleneck"].clone()
+    };
+    let (exact, late) = (run("0us"), run("200us"));
+    let q = |b: &Value| b["queue_delay_ms_mean"].as_f64().unwrap();
+    let u = |b: &Value| b["utilization"].as_f64().unwrap();
+    assert!(q(&late) < q(&exact) / 2.0, "{exact} {late}");
+    assert!(u(&late) < u(&exact), "{exact} {late}");
+    // The default is Linux's default timer slack.
+    assert_eq!(scenario("name = \"t\"\n").host.timer_slack_ns, 50_000);
+    for (bad, what) in [
+        ("[host]\ntimer_slack = \"11ms\"\n", "host.timer_slack"),
+        ("[host]\ntimer_slack = \"soon\"\n", "host.timer_slack"),
+        ("[host]\nwake = \"1us\"\n", "host"),
+        ("host = 3\n", "host"),
+    ] {
+        let e = Scenario::parse(&format!("name = \"t\"\n{bad}"), "test", Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(what), "{bad}: {e}");
+    }
+}

@@ -18,6 +18,7 @@ const TOP: &[&str] = &[
     "link",
     "flows",
     "cross",
+    "host",
 ];
 const FLOW: &[&str] = &[
     "cc",
@@ -161,6 +162,9 @@ impl Scenario {
         if let Some(v) = t.get("cross") {
             s.cross = each(cx, "cross", v, |e| cross(&e, dur))?;
         }
+        if let Some(v) = t.get("host") {
+            s.host = host(cx, v)?;
+        }
         let total: u32 = s.flows.iter().map(|f| f.count).sum();
         if total > 200 {
             return Err(cx.err("flows", format!("{total} flows in all; at most 200")));
@@ -230,6 +234,30 @@ impl Scenario {
 
 /// `[link]` (or `link = "BACKEND"`: the default link on that backend),
 /// seeded with the scenario's `seed` unless it has its own.
+/// `[host]`: the simulated hosts' timer slack.
+fn host(cx: &Ctx, v: &toml::Value) -> Result<super::HostModel, ScenarioError> {
+    let toml::Value::Table(t) = v else {
+        return Err(cx.err("host", "expected a table ([host]) with timer_slack"));
+    };
+    cx.check_keys("host", t, &["timer_slack"])?;
+    let mut h = super::HostModel::default();
+    if let Some(v) = t.get("timer_slack") {
+        let ns = cx.duration("host.timer_slack", v)?;
+        if ns > super::MAX_TIMER_SLACK_NS {
+            return Err(cx.err(
+                "host.timer_slack",
+                format!(
+                    "{} is more than {}: a timer that late is not a host's slack",
+                    format_duration_ns(ns),
+                    format_duration_ns(super::MAX_TIMER_SLACK_NS)
+                ),
+            ));
+        }
+        h.timer_slack_ns = ns;
+    }
+    Ok(h)
+}
+
 fn link(t: &toml::Table, cx: &Ctx, base: &Path, seed: u64) -> Result<LinkSpec, ScenarioError> {
     let mut link_table = match t.get("link") {
         Some(toml::Value::Table(l)) => l.clone(),

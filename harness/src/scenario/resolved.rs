@@ -27,6 +27,12 @@ impl Scenario {
             let cross = self.cross.iter().map(cross_toml).collect();
             t.insert("cross".into(), toml::Value::Array(cross));
         }
+        let mut host = toml::Table::new();
+        host.insert(
+            "timer_slack".into(),
+            format_duration_ns(self.host.timer_slack_ns).into(),
+        );
+        t.insert("host".into(), toml::Value::Table(host));
         t
     }
 }

@@ -89,6 +89,8 @@ pub(super) struct World {
     pub(super) bufs: Buffers,
     pub(super) datagrams: u64,
     pub(super) cid_rng: Rng,
+    /// How late timers wake an endpoint (the scenario's `[host]`).
+    timer_slack_ns: u64,
 }
 
 impl World {
@@ -121,6 +123,7 @@ impl World {
             },
             datagrams: 0,
             cid_rng: Rng::new(cfg.seed, 0x5e_0002),
+            timer_slack_ns: sc.host.timer_slack_ns,
         }
     }
 
@@ -151,9 +154,12 @@ impl World {
             .as_ref()
             .map_or(u64::MAX, |c| self.wake_of([c.timeout(), f.client_pace]));
         let s = self.wake_of([f.server.timeout()]);
+        // A timer wakes its host `timer_slack_ns` late (arrivals wake it at
+        // once: they are handled through `*_touched`).
+        let late = |t: u64| t.saturating_add(self.timer_slack_ns);
         let f = &mut self.flows[i];
-        f.client_wake = c;
-        f.server_wake = s;
+        f.client_wake = late(c);
+        f.server_wake = late(s);
     }
 
     /// Puts a datagram on the link at `at` (its pacing time), or now.

@@ -205,6 +205,7 @@ fn base_scenario(r: &Request, algorithm: &str, backend: &str) -> Result<Scenario
                 link,
                 flows: vec![FlowSpec::download(algorithm)],
                 cross: Vec::new(),
+                host: Default::default(),
             }
         }
     };
