@@ -220,6 +220,21 @@ pub fn gso_max_segs(ns: &str, dev: &str) -> Result<u64, NetnsError> {
     })
 }
 
+/// The MAC address of `dev` in `ns`.
+fn mac_address(ns: &str, dev: &str) -> Result<String, NetnsError> {
+    let out = run("ip", &["-n", ns, "-j", "link", "show", "dev", dev])?;
+    parse_mac(&out).ok_or_else(|| NetnsError::Command {
+        command: format!("ip -n {ns} -j link show dev {dev}"),
+        stderr: format!("no MAC address in the output: {}", out.trim()),
+    })
+}
+
+fn parse_mac(json: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let a = v.as_array()?.first()?.get("address")?.as_str()?;
+    (a.len() == 17 && a.bytes().all(|b| b.is_ascii_hexdigit() || b == b':')).then(|| a.to_string())
+}
+
 fn parse_gso_max_segs(json: &str) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     v.as_array()?.first()?.get("gso_max_segs")?.as_u64()
@@ -337,6 +352,45 @@ impl Topology {
                 "ip",
                 &["-n", ns, "route", "add", "default", "via", &rip.to_string()],
             )?;
+            // Permanent neighbour entries both ways: no ARP crosses the
+            // link. An ARP request or reply lost to the link's own loss
+            // (netem drops every packet on the veth, ARP included) left
+            // the path dead until ARP's 1 s retry, and the packets
+            // queued meanwhile beyond the neighbour queue's 64 KB were
+            // dropped before any qdisc saw them.
+            let (mac, rmac) = (mac_address(ns, dev)?, mac_address(&self.router, rdev)?);
+            run(
+                "ip",
+                &[
+                    "-n",
+                    ns,
+                    "neigh",
+                    "replace",
+                    &rip.to_string(),
+                    "lladdr",
+                    &rmac,
+                    "dev",
+                    dev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
+            run(
+                "ip",
+                &[
+                    "-n",
+                    &self.router,
+                    "neigh",
+                    "replace",
+                    &ip.to_string(),
+                    "lladdr",
+                    &mac,
+                    "dev",
+                    rdev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
         }
         if forward {
             self.enable_forwarding()?;
@@ -425,6 +479,15 @@ mod tests {
         assert_eq!(owner("cclab-123-4-c"), Some(123));
         assert_eq!(owner("other-123"), None);
         assert_eq!(owner("cclab-x-1"), None);
+    }
+
+    #[test]
+    fn mac_from_ip_json() {
+        let j =
+            r#"[{"ifindex":2,"ifname":"c0","link_type":"ether","address":"9a:3b:0c:11:22:f0"}]"#;
+        assert_eq!(parse_mac(j).as_deref(), Some("9a:3b:0c:11:22:f0"));
+        assert_eq!(parse_mac(r#"[{"ifname":"c0","address":"x"}]"#), None);
+        assert_eq!(parse_mac("[]"), None);
     }
 
     #[test]

@@ -70,6 +70,12 @@ fn emu_between_namespaces() {
     );
     assert_eq!(report.up.arrived_packets, sent.packets);
     assert!(m.owd_ms[0] >= 10.0, "{:?}", m.owd_ms);
+    // No ARP crosses a link: every veth end knows its peer permanently (a
+    // lost ARP packet stalled the path for ARP's 1 s retry).
+    for (ns, dev) in topo.devices() {
+        let n = netns::run("ip", &["-n", ns, "neigh", "show", "dev", dev]).unwrap();
+        assert!(n.contains("PERMANENT"), "{ns} {dev}: {n}");
+    }
 }
 
 /// Sends from the server namespace to the client through the router's
