@@ -5,10 +5,11 @@
 //! reports on top.
 
 pub mod bottleneck;
+/// Link descriptions: the link model's own ([`link_model::link`]).
+pub use link_model::link;
 pub mod cli;
 pub mod cross;
 pub mod emu;
-pub mod link;
 pub mod netem;
 pub mod netns;
 pub mod probe;

@@ -16,21 +16,14 @@
 //! sleeps in `ppoll` with a 1 ns timer slack (high-resolution timers, not
 //! a 1 ms tick), wakes 20 µs early and spins the rest of the way.
 
-pub mod codel;
-pub mod delay;
-pub mod duplicate;
-pub mod loss;
-pub mod packet;
-pub mod pie;
-pub mod pipeline;
-pub mod queue;
-pub mod red;
+// The elements live in the link model; they are re-exported under their
+// old paths (`emu::pipeline`, `emu::rng`, ...).
+pub use link_model::elements::{
+    codel, delay, duplicate, loss, packet, pie, pipeline, queue, red, reorder, rng, sched,
+    serializer,
+};
 mod relay;
-pub mod reorder;
-pub mod rng;
 mod runtime;
-pub mod sched;
-pub mod serializer;
 mod sockets;
 
 pub use packet::{DropReason, Packet};

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use cc_algorithms::units::{format_rate, parse_rate};
+use super::units::{format_rate, parse_rate};
 
 use super::units::{format_duration_ns, parse_duration_ns, parse_probability, parse_queue};
 use super::{

@@ -22,8 +22,8 @@ use super::reorder::Reorder;
 use super::rng::Rng;
 use super::sched::{ClassQueue, Scheduler};
 use super::serializer::Serializer;
-use crate::bottleneck::{Kind, Record, Sample, Sink};
 use crate::link::{Dir, LinkSpec};
+use crate::log::{Kind, Record, Sample, Sink};
 
 /// What one direction has done since it started.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -351,8 +351,8 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bottleneck::NoSink;
     use crate::link::{Aqm, LinkSpec, LossModel, QueueLimit};
+    use crate::log::NoSink;
 
     fn link(rate: f64, delay_ms: u64, queue: QueueLimit) -> LinkSpec {
         let mut l = LinkSpec::default();

@@ -251,8 +251,8 @@ impl Pie {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::emu::packet::{DropReason, Packet};
-    use crate::emu::queue::Queue;
+    use crate::elements::packet::{DropReason, Packet};
+    use crate::elements::queue::Queue;
     use crate::link::Aqm;
 
     const MS: u64 = 1_000_000;

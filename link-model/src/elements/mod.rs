@@ -1,0 +1,24 @@
+//! The elements of one link direction, one per file, each driven by
+//! explicit times so it is testable alone with a fake clock, and
+//! [`pipeline::Direction`], which chains them:
+//!
+//! ```text
+//! arrive → loss → duplicate → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → deliver
+//! ```
+
+pub mod codel;
+pub mod delay;
+pub mod duplicate;
+pub mod loss;
+pub mod packet;
+pub mod pie;
+pub mod pipeline;
+pub mod queue;
+pub mod red;
+pub mod reorder;
+pub mod rng;
+pub mod sched;
+pub mod serializer;
+
+pub use packet::{DropReason, Packet};
+pub use pipeline::{Counters, Direction, Sampler};

@@ -1,0 +1,1 @@
+//! Topologies (to come).
