@@ -272,6 +272,78 @@ impl LogFiles {
     }
 }
 
+/// Where link `i` of `topo` writes its files in a repetition's directory
+/// `rep_dir`: the first link where a single-link run writes them (the
+/// directory itself), every other link in `links/NAME/`.
+pub fn link_dir(rep_dir: &Path, topo: &link_model::topology::Topology, i: usize) -> PathBuf {
+    if i == 0 {
+        rep_dir.to_path_buf()
+    } else {
+        rep_dir.join("links").join(&topo.links[i].name)
+    }
+}
+
+/// The files of every link of a topology ([`link_dir`]), or of none.
+pub struct LinkLogs {
+    files: Vec<LogFiles>,
+    none: NoSink,
+}
+
+impl LinkLogs {
+    /// No files: events and samples go nowhere.
+    pub fn none() -> LinkLogs {
+        LinkLogs {
+            files: Vec::new(),
+            none: NoSink,
+        }
+    }
+
+    /// Creates every link's files under `rep_dir`; `header(i)` is link
+    /// `i`'s per-packet log header, `None` for samples only.
+    pub fn create(
+        rep_dir: &Path,
+        topo: &link_model::topology::Topology,
+        header: impl Fn(usize) -> Option<serde_json::Value>,
+    ) -> Result<LinkLogs, LogError> {
+        let mut files = Vec::with_capacity(topo.links.len());
+        for i in 0..topo.links.len() {
+            let d = link_dir(rep_dir, topo, i);
+            std::fs::create_dir_all(&d).map_err(log_err(&d))?;
+            files.push(LogFiles::create(&d, header(i).as_ref())?);
+        }
+        Ok(LinkLogs {
+            files,
+            none: NoSink,
+        })
+    }
+
+    /// Writes one sample of link `i` (nothing without files).
+    pub fn sample(&mut self, i: usize, s: &Sample) -> io::Result<()> {
+        match self.files.get_mut(i) {
+            Some(f) => f.sample(s),
+            None => Ok(()),
+        }
+    }
+
+    /// Finishes every link's files; returns the per-packet records written.
+    pub fn finish(self) -> Result<u64, LogError> {
+        let mut n = 0;
+        for f in self.files {
+            n += f.finish()?;
+        }
+        Ok(n)
+    }
+}
+
+impl link_model::topology::LinkSinks for LinkLogs {
+    fn sink(&mut self, link: usize) -> &mut dyn Sink {
+        match self.files.get_mut(link) {
+            Some(f) => f.sink(),
+            None => &mut self.none,
+        }
+    }
+}
+
 /// Reads a samples file; a malformed line is an error naming it.
 pub fn read_samples(path: &Path) -> io::Result<Vec<Sample>> {
     let text = std::fs::read_to_string(path)

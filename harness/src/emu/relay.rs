@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use super::packet::Packet;
-use super::pipeline::{Direction, Sampler};
+use super::pipeline::Sampler;
 use super::runtime::{EmuConfig, EmuError, EmuReport, Lateness, Snapshot};
 use super::sockets::{bind_listeners, realtime_ns, recv_stamped, upstream_socket};
 use super::{monotonic_ns, thread_cpu_ns};
-use crate::bottleneck::{packet_log_header, LogFiles, NoSink, Sink};
+use crate::bottleneck::{packet_log_header, LinkLogs};
 use crate::link::Dir;
+use link_model::topology::{Network, Topology};
 
 const SPIN_NS: u64 = 20_000;
 const MAX_SLEEP_NS: u64 = 10_000_000;
@@ -77,19 +78,21 @@ pub(super) fn run(
         .collect::<io::Result<_>>()?;
     let start_mono = monotonic_ns();
     let start_unix = realtime_ns();
+    let topo = match &cfg.topology {
+        Some((t, _)) => t.clone(),
+        None => Topology::single(cfg.link.clone()),
+    };
     let logs = match &cfg.log_dir {
-        Some(dir) => {
-            let header = cfg
-                .per_packet_log
-                .then(|| packet_log_header("emu", start_unix, start_mono, &cfg.link));
-            Some(LogFiles::create(dir, header.as_ref())?)
-        }
-        None => None,
+        Some(dir) => LinkLogs::create(dir, &topo, |i| {
+            cfg.per_packet_log
+                .then(|| packet_log_header("emu", start_unix, start_mono, &topo.links[i].spec))
+        })?,
+        None => LinkLogs::none(),
     };
     let _ = ready.send(Ok(addrs));
 
     let cpu0 = thread_cpu_ns();
-    let mut relay = Relay::new(cfg, listeners, logs, start_mono);
+    let mut relay = Relay::new(cfg, &topo, listeners, logs, start_mono);
     while !stop.load(Ordering::Relaxed) {
         let t = since(relay.start_mono);
         relay.deliver(t);
@@ -106,31 +109,23 @@ fn since(start: u64) -> u64 {
     monotonic_ns().saturating_sub(start)
 }
 
-/// Where per-packet events go: the log, if there is one.
-fn sink<'a>(logs: &'a mut Option<LogFiles>, none: &'a mut NoSink) -> &'a mut dyn Sink {
-    match logs {
-        Some(l) => l.sink(),
-        None => none,
-    }
-}
-
 /// The relay's state.
 struct Relay {
     cfg: EmuConfig,
     listeners: Vec<UdpSocket>,
     start_mono: u64,
-    logs: Option<LogFiles>,
-    no_sink: NoSink,
-    dirs: [Direction; 2],
+    logs: LinkLogs,
+    /// Every link and the way each route crosses them.
+    net: Network,
     flows: Vec<Flow>,
     by_client: HashMap<(usize, SocketAddr), u16>,
     pollfds: Vec<libc::pollfd>,
     rebuild: bool,
     buf: Vec<u8>,
-    out: Vec<(u64, Packet)>,
+    out: Vec<(u64, Dir, Packet)>,
     late: LateHist,
     send_errors: u64,
-    sampler: Sampler,
+    samplers: Vec<Sampler>,
     sink_err: Option<EmuError>,
     last_arrival: [u64; 2],
     /// CLOCK_REALTIME − CLOCK_MONOTONIC, to move kernel stamps onto our
@@ -141,21 +136,23 @@ struct Relay {
 impl Relay {
     fn new(
         cfg: EmuConfig,
+        topo: &Topology,
         listeners: Vec<UdpSocket>,
-        logs: Option<LogFiles>,
+        logs: LinkLogs,
         start_mono: u64,
     ) -> Relay {
+        let paths = cfg.topology.as_ref().map_or(&[][..], |(_, p)| &p[..]);
         Relay {
-            dirs: [
-                Direction::with_weights(&cfg.link, Dir::Up, cfg.mtu, &cfg.class_weights),
-                Direction::with_weights(&cfg.link, Dir::Down, cfg.mtu, &cfg.class_weights),
-            ],
-            sampler: Sampler::new(cfg.sample_interval.as_nanos() as u64),
+            net: Network::new(topo, paths, cfg.mtu, &cfg.class_weights),
+            samplers: topo
+                .links
+                .iter()
+                .map(|_| Sampler::new(cfg.sample_interval.as_nanos() as u64))
+                .collect(),
             cfg,
             listeners,
             start_mono,
             logs,
-            no_sink: NoSink,
             flows: Vec::new(),
             by_client: HashMap::new(),
             pollfds: Vec::new(),
@@ -175,27 +172,25 @@ impl Relay {
 
     /// Sends what the link has due at `t`: up to the servers, down to the clients.
     fn deliver(&mut self, t: u64) {
-        for (i, d) in self.dirs.iter_mut().enumerate() {
-            d.advance(t, sink(&mut self.logs, &mut self.no_sink), &mut self.out);
-            for (due, pkt) in self.out.drain(..) {
-                let f = &self.flows[pkt.flow as usize];
-                let r = if i == 0 {
-                    f.upstream.send(&pkt.data)
-                } else {
-                    self.listeners[f.route].send_to(&pkt.data, f.client)
-                };
-                if r.is_err() {
-                    self.send_errors += 1;
-                }
-                self.late.add(since(self.start_mono).saturating_sub(due));
+        self.net.advance(t, &mut self.logs, &mut self.out);
+        for (due, d, pkt) in self.out.drain(..) {
+            let f = &self.flows[pkt.flow as usize];
+            let r = if d == Dir::Up {
+                f.upstream.send(&pkt.data)
+            } else {
+                self.listeners[f.route].send_to(&pkt.data, f.client)
+            };
+            if r.is_err() {
+                self.send_errors += 1;
             }
+            self.late.add(since(self.start_mono).saturating_sub(due));
         }
     }
 
     /// Samples the bottleneck when a sample is due at `t`, into the samples file
     /// and the snapshot progress displays read.
     fn sample(&mut self, t: u64, snapshot: &Mutex<Snapshot>) {
-        if t < self.sampler.next_due() {
+        if t < self.samplers[0].next_due() {
             return;
         }
         let mut snap = Snapshot {
@@ -203,9 +198,9 @@ impl Relay {
             flows: self.flows.len(),
             ..Snapshot::default()
         };
-        for s in self.sampler.take(t, &self.dirs) {
-            if let Some(l) = self.logs.as_mut() {
-                if let Err(e) = l.sample(&s) {
+        for (i, sampler) in self.samplers.iter_mut().enumerate() {
+            for s in sampler.take(t, &self.net.links[i].dirs) {
+                if let Err(e) = self.logs.sample(i, &s) {
                     self.sink_err.get_or_insert(EmuError::Log {
                         path: "bottleneck-samples.jsonl".into(),
                         source: e,
@@ -213,8 +208,8 @@ impl Relay {
                 }
             }
         }
-        snap.up = self.dirs[0].counters.clone();
-        snap.down = self.dirs[1].counters.clone();
+        snap.up = self.net.first()[0].counters.clone();
+        snap.down = self.net.first()[1].counters.clone();
         if let Ok(mut s) = snapshot.lock() {
             *s = snap;
         }
@@ -239,12 +234,10 @@ impl Relay {
         }
         let t = since(self.start_mono);
         let next = self
-            .dirs
-            .iter()
-            .filter_map(|d| d.next_event())
-            .min()
+            .net
+            .next_event()
             .unwrap_or(u64::MAX)
-            .min(self.sampler.next_due())
+            .min(self.samplers[0].next_due())
             .min(t + MAX_SLEEP_NS);
         let wait = next.saturating_sub(t);
         let sleep = wait.saturating_sub(SPIN_NS);
@@ -301,8 +294,10 @@ impl Relay {
                     // The route: the scenario's flow or cross source.
                     class: self.flows[flow as usize].route.min(u16::MAX as usize) as u16,
                     arrival_ns: t,
+                    hop: 0,
                 };
-                self.dirs[dir].push(pkt, t, sink(&mut self.logs, &mut self.no_sink));
+                let d = if dir == 0 { Dir::Up } else { Dir::Down };
+                self.net.push(d, pkt, t, &mut self.logs);
             }
         }
         Ok(())
@@ -348,14 +343,25 @@ impl Relay {
 
     /// What the emulator did, its logs finished (`cpu0`: the thread's CPU
     /// time when it began relaying).
-    fn finish(mut self, cpu0: u64) -> Result<EmuReport, EmuError> {
+    fn finish(self, cpu0: u64) -> Result<EmuReport, EmuError> {
         let end = since(self.start_mono);
         let mut report = EmuReport {
             duration_s: end as f64 / 1e9,
             cpu_s: thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e9,
             flows: self.flows.len(),
-            up: self.dirs[0].counters.clone(),
-            down: self.dirs[1].counters.clone(),
+            up: self.net.first()[0].counters.clone(),
+            down: self.net.first()[1].counters.clone(),
+            links: self
+                .net
+                .links
+                .iter()
+                .map(|l| {
+                    (
+                        l.name.clone(),
+                        l.dirs.each_ref().map(|d| d.counters.clone()),
+                    )
+                })
+                .collect(),
             lateness: Lateness {
                 p50_us: self.late.quantile(0.5),
                 p99_us: self.late.quantile(0.99),
@@ -364,9 +370,7 @@ impl Relay {
             send_errors: self.send_errors,
             log_records: 0,
         };
-        if let Some(logs) = self.logs.take() {
-            report.log_records = logs.finish()?;
-        }
+        report.log_records = self.logs.finish()?;
         if let Some(e) = self.sink_err {
             return Err(e);
         }

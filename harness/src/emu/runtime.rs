@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::pipeline::Counters;
 use crate::link::LinkSpec;
+use link_model::topology::{Route as Path, Topology};
 
 /// Where clients send, and where their datagrams go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +45,11 @@ pub struct EmuConfig {
     /// without one gets the smallest weight). A scenario run has one route
     /// per flow and then one per cross-traffic source.
     pub class_weights: Vec<f64>,
+    /// Several links, with `paths[i]` the way route `i`'s traffic crosses
+    /// them (every link in order for a route without one); `None`: the one
+    /// `link`. Link 0 writes its files in `log_dir`, the others in
+    /// `log_dir/links/NAME/`.
+    pub topology: Option<(Topology, Vec<Path>)>,
 }
 
 impl EmuConfig {
@@ -58,6 +64,7 @@ impl EmuConfig {
             sample_interval: Duration::from_millis(100),
             netns: None,
             class_weights: Vec::new(),
+            topology: None,
         }
     }
 }
@@ -146,6 +153,9 @@ pub struct EmuReport {
     pub up: Counters,
     /// Server to client.
     pub down: Counters,
+    /// Every link's name and counters (up, down); `up` and `down` above
+    /// are the first link's.
+    pub links: Vec<(String, [Counters; 2])>,
     /// Hand-off delay after each packet's due time.
     pub lateness: Lateness,
     /// Datagrams the kernel refused to send (full buffer, no listener).

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::results::{BottleneckResult, FlowResult, RepResult, RttMs};
+use super::results::{BottleneckResult, FlowResult, LinkResult, RepResult, RttMs};
 use crate::bottleneck;
 use crate::emu::Counters;
 use crate::link::Dir;
@@ -29,6 +29,9 @@ pub(super) struct RepEnd {
     pub ended: Vec<EndedFlow>,
     /// The link's counters, up and down (none for netem).
     pub counters: Option<[Counters; 2]>,
+    /// Every link's name and counters (emu and sim; the first is
+    /// `counters`).
+    pub links: Vec<(String, [Counters; 2])>,
     /// When the last flow ended, s since the start.
     pub active_s: f64,
     /// Cross traffic: bytes sent and received per source.
@@ -50,6 +53,9 @@ pub(super) fn rep_result(sc: &Scenario, rep: u32, dir: &Path, end: RepEnd) -> Re
         end.counters.as_ref(),
         end.active_s,
     );
+    if sc.has_paths() {
+        add_paths(sc, &mut r, dir, &end.links, end.active_s);
+    }
     r.cross = end.cross;
     r.overhead_s = end.overhead_s;
     r.emu_cpu = end.emu_cpu;
@@ -79,7 +85,9 @@ pub fn collect_rep(
         })
         .collect();
     results.sort_by_key(|r| r.index);
-    let b = bottleneck_result(sc, &flows, dir, counters, active_s);
+    let samples = dir.join("bottleneck-samples.jsonl");
+    let rate = sc.link.down.rate_bps;
+    let b = bottleneck_result(&flows, &samples, counters, active_s, rate);
     let g: Vec<f64> = results.iter().map(|r| r.goodput_bps).collect();
     let jain = qlog_analysis::summary::jain(&g);
     RepResult {
@@ -89,6 +97,51 @@ pub fn collect_rep(
         bottleneck: b,
         jain_fairness: jain,
         ..RepResult::default()
+    }
+}
+
+/// What only scenarios with paths have: each flow's base RTT, and each
+/// link's figures (from its counters and samples, [`crate::bottleneck::link_dir`])
+/// with Jain's index over the flows that cross it.
+fn add_paths(
+    sc: &Scenario,
+    r: &mut RepResult,
+    dir: &Path,
+    links: &[(String, [Counters; 2])],
+    active_s: f64,
+) {
+    let topo = sc.topology();
+    let routes = sc.routes();
+    for f in &mut r.flows {
+        if let Some(route) = routes.get(f.index) {
+            f.base_rtt_ms = Some(topo.base_rtt_ns(route) as f64 / 1e6);
+        }
+    }
+    if sc.links.is_none() {
+        return;
+    }
+    let flows = sc.rep_flows(r.seed);
+    for (i, (name, counters)) in links.iter().enumerate() {
+        let samples = bottleneck::link_dir(dir, &topo, i).join("bottleneck-samples.jsonl");
+        let rate = topo.links[i].spec.down.rate_bps;
+        let b = bottleneck_result(&flows, &samples, Some(counters), active_s, rate);
+        let crossing: Vec<usize> = (0..flows.len())
+            .filter(|&k| routes[k].links.contains(&i))
+            .collect();
+        let g: Vec<f64> = r
+            .flows
+            .iter()
+            .filter(|f| crossing.contains(&f.index))
+            .map(|f| f.goodput_bps)
+            .collect();
+        r.links.insert(
+            name.clone(),
+            LinkResult {
+                link: b,
+                jain_fairness: qlog_analysis::summary::jain(&g),
+                flows: crossing,
+            },
+        );
     }
 }
 
@@ -224,13 +277,15 @@ fn data_direction(flows: &[(usize, FlowSpec)]) -> Dir {
     }
 }
 
-/// The bottleneck, in the direction that carried the data.
+/// A link, in the direction that carried the data, from its counters (emu,
+/// sim) and its samples file; `rate_bps` (its down rate) turns netem's
+/// sampled backlog into a delay.
 fn bottleneck_result(
-    sc: &Scenario,
     flows: &[(usize, FlowSpec)],
-    dir: &Path,
+    samples_file: &Path,
     counters: Option<&[Counters; 2]>,
     active_s: f64,
+    rate_bps: f64,
 ) -> BottleneckResult {
     let d = data_direction(flows);
     let mut b = BottleneckResult {
@@ -241,7 +296,7 @@ fn bottleneck_result(
         from_counters(&mut b, if d == Dir::Down { &cs[1] } else { &cs[0] });
     }
     let first_start = flows.iter().map(|(_, f)| f.start_ns).min().unwrap_or(0) as f64 / 1e9;
-    if let Ok(samples) = bottleneck::read_samples(&dir.join("bottleneck-samples.jsonl")) {
+    if let Ok(samples) = bottleneck::read_samples(samples_file) {
         if let Some(u) = utilization(&samples, d, first_start, active_s) {
             b.utilization = u;
         }
@@ -249,7 +304,7 @@ fn bottleneck_result(
             b.utilization_steady = utilization(&samples, d, first_start + STEADY_SKIP_S, active_s);
         }
         if counters.is_none() {
-            from_samples(&mut b, &samples, d, sc.link.dir(d).rate_bps);
+            from_samples(&mut b, &samples, d, rate_bps);
         }
     }
     b

@@ -99,6 +99,9 @@ pub enum RunError {
     /// Stopped by the user.
     #[error("interrupted")]
     Interrupted,
+    /// The backend cannot run what the scenario asks for.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl From<crate::sim::SimError> for RunError {
@@ -115,6 +118,9 @@ type Reps = (Vec<RepResult>, Option<RunError>);
 
 /// Runs a scenario; returns its summary (also written to `OUT/summary.json`).
 pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
+    if cfg.backend == Backend::Netem && sc.has_paths() {
+        return Err(RunError::Unsupported(NETEM_PATHS.into()));
+    }
     let bins = processes::Binaries::find(cfg)?;
     let work = result_dir::WorkDir::start(sc, cfg)?;
     let (reps, failure) = match cfg.backend {
@@ -133,6 +139,9 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
         None => Ok(summary),
     }
 }
+
+/// Why netem refuses several links or per-flow paths.
+pub const NETEM_PATHS: &str = "the netem backend runs one link shared by every flow: a scenario with several links ([[links]], [topology]) or a flow with its own rtt or path runs on --link emu or --link sim (a chain of namespaces for netem is not built yet)";
 
 /// Repetition `rep`'s seed: the link's, and every random choice of the
 /// repetition's (start jitter, the simulator's quiche).

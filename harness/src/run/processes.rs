@@ -115,6 +115,10 @@ fn run_rep(
             })
             .collect(),
         counters: emu_report.as_ref().map(|e| [e.up.clone(), e.down.clone()]),
+        links: emu_report
+            .as_ref()
+            .map(|e| e.links.clone())
+            .unwrap_or_default(),
         active_s: run.active_end.duration_since(t0).as_secs_f64(),
         cross,
         overhead_s: overhead.as_secs_f64(),

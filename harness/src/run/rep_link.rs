@@ -102,6 +102,10 @@ impl PreparedLink {
         ec.per_packet_log = cfg.per_packet_log;
         // Route i is flow i, then one route per cross source.
         ec.class_weights = sc.class_weights();
+        if sc.has_paths() {
+            let topo = sc.topology();
+            ec.topology = Some((topo.with_seed(ec.link.seed), sc.routes()));
+        }
         Ok(RepLink {
             netem: None,
             emu: Some(Emulator::start(ec)?),

@@ -63,6 +63,11 @@ pub struct FlowResult {
     /// (from its qlog; null without packet events): the `ack_policy` at work.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks_per_data_packet: Option<f64>,
+    /// The round-trip propagation delay of the flow's path, ms: its links'
+    /// delays and its own access delay (scenarios with several links or
+    /// per-flow RTTs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_rtt_ms: Option<f64>,
     /// Why it did not complete.
     pub error: Option<String>,
     /// The sender's and receiver's qlog files (relative to the run).
@@ -94,6 +99,20 @@ pub struct BottleneckResult {
     pub loss_rate: Option<f64>,
 }
 
+/// One link of several during one repetition (or averaged): the
+/// bottleneck's figures for that link, in the direction carrying data, and
+/// the flows that cross it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LinkResult {
+    /// Its figures, as `bottleneck` has them.
+    #[serde(flatten)]
+    pub link: BottleneckResult,
+    /// The flows (indices) whose path crosses it.
+    pub flows: Vec<usize>,
+    /// Jain's index over those flows' goodputs.
+    pub jain_fairness: Option<f64>,
+}
+
 /// One repetition.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RepResult {
@@ -107,6 +126,10 @@ pub struct RepResult {
     pub bottleneck: BottleneckResult,
     /// Jain's index over the flows' goodputs.
     pub jain_fairness: Option<f64>,
+    /// Every link by name (scenarios with several links only; the first
+    /// link is also `bottleneck`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub links: BTreeMap<String, LinkResult>,
     /// Cross traffic: bytes sent and received per source.
     pub cross: Vec<(u64, u64)>,
     /// Seconds spent setting up and tearing down (not moving data).
@@ -140,6 +163,10 @@ pub struct FlowSummary {
     pub data_packet_small_share: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acks_per_data_packet: Option<f64>,
+    /// The round-trip propagation delay of its path, ms (as in
+    /// [`FlowResult`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_rtt_ms: Option<f64>,
     /// Repetitions in which it completed.
     pub completed: u32,
     /// 95% confidence half-widths (Student t) of goodput_bps, rtt mean, lost.
@@ -161,6 +188,9 @@ pub struct RunSummary {
     pub bottleneck: BottleneckResult,
     /// Jain's index, averaged.
     pub jain_fairness: Option<f64>,
+    /// Every link by name, averaged (scenarios with several links only).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub links: BTreeMap<String, LinkResult>,
     /// 95% half-widths of utilization, queue delay, fairness.
     pub ci95: BTreeMap<String, f64>,
     /// Repetitions.

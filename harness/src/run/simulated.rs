@@ -109,6 +109,7 @@ fn run_rep(
         seed,
         ended,
         counters: Some(o.counters),
+        links: o.links,
         active_s: o.active_s,
         cross: o.cross,
         overhead_s: 0.0,

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::results::{
-    BottleneckResult, FlowResult, FlowSummary, LinkSummary, RepResult, RttMs, RunSummary,
+    BottleneckResult, FlowResult, FlowSummary, LinkResult, LinkSummary, RepResult, RttMs,
+    RunSummary,
 };
 use crate::link::Backend;
 use crate::scenario::Scenario;
@@ -50,7 +51,8 @@ pub fn summarize(
 ) -> RunSummary {
     let nflows = reps.first().map_or(0, |r| r.flows.len());
     let flows = (0..nflows).map(|i| flow_summary(&reps, i)).collect();
-    let (bottleneck, uci, qci) = bottleneck_mean(&reps);
+    let (bottleneck, uci, qci) = bottleneck_mean(&reps, |r| Some(&r.bottleneck));
+    let links = link_means(&reps);
     let steady: Option<Vec<f64>> = reps
         .iter()
         .map(|r| r.bottleneck.utilization_steady)
@@ -70,6 +72,7 @@ pub fn summarize(
         flows,
         bottleneck,
         jain_fairness: (!js.is_empty()).then_some(jain),
+        links,
         ci95: ci95([
             ("utilization", uci),
             ("queue_delay_ms_mean", qci),
@@ -127,6 +130,7 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         data_packet_bytes_mean: mean_of(&|f| f.data_packet_bytes_mean),
         data_packet_small_share: mean_of(&|f| f.data_packet_small_share),
         acks_per_data_packet: mean_of(&|f| f.acks_per_data_packet),
+        base_rtt_ms: first.base_rtt_ms,
         completed: reps
             .iter()
             .filter(|r| r.flows.get(i).is_some_and(|f| f.complete))
@@ -138,27 +142,59 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
     }
 }
 
-/// The bottleneck averaged over the repetitions, with the 95% half-widths
-/// of its utilization and queueing delay.
-fn bottleneck_mean(reps: &[RepResult]) -> (BottleneckResult, f64, f64) {
-    let (util, uci) = mean_ci_of(reps, |r| r.bottleneck.utilization);
-    let (qd, qci) = mean_ci_of(reps, |r| r.bottleneck.queue_delay_ms_mean);
-    let (drops, _) = mean_ci_of(reps, |r| r.bottleneck.drops as f64);
-    let first = reps.first().map(|r| &r.bottleneck);
-    let ls: Vec<f64> = reps.iter().filter_map(|r| r.bottleneck.loss_rate).collect();
+/// Each link of several averaged over the repetitions that have it.
+fn link_means(reps: &[RepResult]) -> BTreeMap<String, LinkResult> {
+    let Some(first) = reps.first() else {
+        return BTreeMap::new();
+    };
+    first
+        .links
+        .iter()
+        .map(|(name, l)| {
+            fn pick<'r>(r: &'r RepResult, name: &str) -> Option<&'r BottleneckResult> {
+                r.links.get(name).map(|x| &x.link)
+            }
+            let get = |r| pick(r, name);
+            let js: Vec<f64> = reps
+                .iter()
+                .filter_map(|r| r.links.get(name)?.jain_fairness)
+                .collect();
+            let out = LinkResult {
+                link: bottleneck_mean(reps, get).0,
+                flows: l.flows.clone(),
+                jain_fairness: (!js.is_empty()).then(|| mean_ci(&js).0),
+            };
+            (name.clone(), out)
+        })
+        .collect()
+}
+
+/// A bottleneck (`get` picks which of a repetition's) averaged over the
+/// repetitions that have it, with the 95% half-widths of its utilization
+/// and queueing delay.
+fn bottleneck_mean<'a>(
+    reps: &'a [RepResult],
+    get: impl Fn(&'a RepResult) -> Option<&'a BottleneckResult>,
+) -> (BottleneckResult, f64, f64) {
+    let bs: Vec<&BottleneckResult> = reps.iter().filter_map(get).collect();
+    let (util, uci) = mean_ci_of(&bs, |b| b.utilization);
+    let (qd, qci) = mean_ci_of(&bs, |b| b.queue_delay_ms_mean);
+    let (drops, _) = mean_ci_of(&bs, |b| b.drops as f64);
+    let first = bs.first();
+    let ls: Vec<f64> = bs.iter().filter_map(|b| b.loss_rate).collect();
     let b = BottleneckResult {
         direction: first.map(|b| b.direction.clone()).unwrap_or_default(),
         utilization: util,
         // Null unless every repetition has it.
-        utilization_steady: reps
+        utilization_steady: bs
             .iter()
-            .map(|r| r.bottleneck.utilization_steady)
+            .map(|b| b.utilization_steady)
             .collect::<Option<Vec<f64>>>()
             .filter(|v| !v.is_empty())
             .map(|v| mean_ci(&v).0),
         drops: drops.round() as u64,
         queue_delay_ms_mean: qd,
-        bytes: mean_ci_of(reps, |r| r.bottleneck.bytes as f64).0 as u64,
+        bytes: mean_ci_of(&bs, |b| b.bytes as f64).0 as u64,
         drops_by_reason: first.map(|b| b.drops_by_reason.clone()).unwrap_or_default(),
         loss_rate: (!ls.is_empty()).then(|| mean_ci(&ls).0),
     };

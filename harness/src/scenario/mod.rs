@@ -45,6 +45,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::link::LinkSpec;
+use link_model::topology::{Route, Topology};
 use parse::Ctx;
 
 pub use resolved::set_path;
@@ -130,6 +131,12 @@ pub struct FlowSpec {
     /// Both ends' ACK policy and small-packet behaviour (`ack_policy`,
     /// default `immediate`; `small_packets`, default `avoid`).
     pub transport: quic_app::transport::Transport,
+    /// The links each flow crosses, client to server (`path`; `None`:
+    /// every link in order).
+    pub path: Option<Vec<String>>,
+    /// The flow's own round-trip propagation delay, ns (`rtt`): an access
+    /// delay of its own, each way, makes up what its path's links lack.
+    pub rtt_ns: Option<u64>,
 }
 
 impl FlowSpec {
@@ -147,6 +154,8 @@ impl FlowSpec {
             mtu: None,
             weight: None,
             transport: Default::default(),
+            path: None,
+            rtt_ns: None,
         }
     }
 
@@ -216,6 +225,8 @@ pub struct CrossSpec {
     pub packet_size: u32,
     /// Weight of its class under `sched = "wfq"`.
     pub weight: Option<f64>,
+    /// The links it crosses (`path`; `None`: every link in order).
+    pub path: Option<Vec<String>>,
 }
 
 impl CrossSpec {
@@ -261,8 +272,11 @@ pub struct Scenario {
     pub repetitions: u32,
     /// Base seed.
     pub seed: u64,
-    /// The bottleneck.
+    /// The bottleneck; with `links`, the defaults every link starts from.
     pub link: LinkSpec,
+    /// Several links (`[[links]]` or a `[topology]` shorthand), each flow
+    /// on its own path; `None`: the one `link`.
+    pub links: Option<Topology>,
     /// QUIC flows.
     pub flows: Vec<FlowSpec>,
     /// Cross traffic.
@@ -314,6 +328,7 @@ impl Default for Scenario {
             repetitions: 1,
             seed: 1,
             link: LinkSpec::default(),
+            links: None,
             flows: vec![FlowSpec::download(DEFAULT_CC)],
             cross: Vec::new(),
             host: HostModel::default(),
@@ -344,6 +359,78 @@ impl Scenario {
         let t: toml::Table = toml::from_str(text)
             .map_err(|e| cx.err("(file)", format!("not valid TOML: {}", e.message())))?;
         Scenario::from_table(&t, &cx, base)
+    }
+
+    /// The links: `links`, or the one `link` (named `link`).
+    pub fn topology(&self) -> Topology {
+        self.links
+            .clone()
+            .unwrap_or_else(|| Topology::single(self.link.clone()))
+    }
+
+    /// Whether the scenario needs more than one link between a client and
+    /// its server: several links, or a flow with an `rtt` of its own.
+    pub fn has_paths(&self) -> bool {
+        self.links.is_some() || self.flows.iter().any(|f| f.rtt_ns.is_some())
+    }
+
+    /// Each traffic class's route through [`Scenario::topology`], in the
+    /// order of [`Scenario::class_weights`]: every flow (expanded by
+    /// `count`), then every cross source.
+    pub fn routes(&self) -> Vec<Route> {
+        self.try_routes("scenario")
+            .expect("a scenario's routes were checked when it was read")
+    }
+
+    /// [`Scenario::routes`], checked: an unknown link, a loop, an `rtt`
+    /// below the path's own, a link no traffic crosses; `source` names
+    /// the file in errors.
+    pub(crate) fn try_routes(&self, source: &str) -> Result<Vec<Route>, ScenarioError> {
+        let topo = self.topology();
+        let e = |field: String, problem: String| ScenarioError {
+            source: source.to_string(),
+            field,
+            problem,
+        };
+        let mut routes = Vec::new();
+        for (g, f) in self.flows.iter().enumerate() {
+            let field = format!("flows[{g}].path");
+            let mut r = topo
+                .route(f.path.as_deref(), &field)
+                .map_err(|x| e(x.field, x.problem))?;
+            if let Some(rtt) = f.rtt_ns {
+                let base = topo.base_rtt_ns(&r);
+                if rtt < base {
+                    return Err(e(
+                        format!("flows[{g}].rtt"),
+                        format!(
+                            "{} is below the round-trip delay of the links the flow crosses ({}); allowed: {} or more",
+                            crate::link::units::format_duration_ns(rtt),
+                            crate::link::units::format_duration_ns(base),
+                            crate::link::units::format_duration_ns(base)
+                        ),
+                    ));
+                }
+                r.access_ns = (rtt - base) / 2;
+            }
+            routes.extend(std::iter::repeat_n(r, f.count as usize));
+        }
+        for (j, c) in self.cross.iter().enumerate() {
+            let field = format!("cross[{j}].path");
+            routes.push(
+                topo.route(c.path.as_deref(), &field)
+                    .map_err(|x| e(x.field, x.problem))?,
+            );
+        }
+        if self.links.is_some() {
+            if let Some(name) = topo.unused(&routes) {
+                return Err(e(
+                    "links".into(),
+                    format!("no flow or cross source crosses link `{name}`: give one a path through it, or remove the link"),
+                ));
+            }
+        }
+        Ok(routes)
     }
 
     /// The weight of each traffic class, as the link's `wfq` scheduler

@@ -9,6 +9,7 @@ use cc_algorithms::units::parse_rate;
 use super::{CrossSpec, Direction, FlowSpec, Scenario, ScenarioError, MAX_MTU, MIN_MTU};
 use crate::link::units::{format_duration_ns, parse_duration_ns, parse_size_bytes};
 use crate::link::{LinkError, LinkSpec};
+use link_model::topology::Topology;
 
 const TOP: &[&str] = &[
     "name",
@@ -19,6 +20,8 @@ const TOP: &[&str] = &[
     "flows",
     "cross",
     "host",
+    "links",
+    "topology",
 ];
 const FLOW: &[&str] = &[
     "cc",
@@ -33,6 +36,8 @@ const FLOW: &[&str] = &[
     "weight",
     "ack_policy",
     "small_packets",
+    "path",
+    "rtt",
 ];
 const CROSS: &[&str] = &[
     "rate",
@@ -44,6 +49,7 @@ const CROSS: &[&str] = &[
     "off",
     "packet_size",
     "weight",
+    "path",
 ];
 
 pub(super) struct Ctx<'a> {
@@ -147,7 +153,10 @@ impl Scenario {
             ..Scenario::default()
         };
         s.top_fields(t, cx)?;
-        s.link = link(t, cx, base, s.seed)?;
+        let (link, template) = link(t, cx, base, s.seed)?;
+        s.link = link;
+        s.links = Topology::from_toml(&template, t.get("links"), t.get("topology"), base)
+            .map_err(|e| link_err(cx.source, e))?;
         let dur = s.duration_ns;
         s.flows = match t.get("flows") {
             Some(v) => {
@@ -170,6 +179,7 @@ impl Scenario {
             return Err(cx.err("flows", format!("{total} flows in all; at most 200")));
         }
         s.check_weights(cx)?;
+        s.try_routes(cx.source)?;
         Ok(s)
     }
 
@@ -199,7 +209,10 @@ impl Scenario {
     /// `weight` is required on every flow and cross source when a link
     /// direction schedules by `wfq`, and meaningless otherwise.
     fn check_weights(&self, cx: &Ctx) -> Result<(), ScenarioError> {
-        let wfq = self.link.is_weighted();
+        let wfq = match &self.links {
+            Some(t) => t.links.iter().any(|l| l.spec.is_weighted()),
+            None => self.link.is_weighted(),
+        };
         let entries = self
             .flows
             .iter()
@@ -258,7 +271,13 @@ fn host(cx: &Ctx, v: &toml::Value) -> Result<super::HostModel, ScenarioError> {
     Ok(h)
 }
 
-fn link(t: &toml::Table, cx: &Ctx, base: &Path, seed: u64) -> Result<LinkSpec, ScenarioError> {
+/// Returns the link and its table as given (the defaults of `[[links]]`).
+fn link(
+    t: &toml::Table,
+    cx: &Ctx,
+    base: &Path,
+    seed: u64,
+) -> Result<(LinkSpec, toml::Table), ScenarioError> {
     let mut link_table = match t.get("link") {
         Some(toml::Value::Table(l)) => l.clone(),
         // `link = "sim"`: the default link on that backend.
@@ -278,7 +297,9 @@ fn link(t: &toml::Table, cx: &Ctx, base: &Path, seed: u64) -> Result<LinkSpec, S
     if !link_table.contains_key("seed") {
         link_table.insert("seed".into(), toml::Value::Integer(seed as i64));
     }
-    LinkSpec::from_toml(&link_table, base, "link").map_err(|e| link_err(cx.source, e))
+    let spec =
+        LinkSpec::from_toml(&link_table, base, "link").map_err(|e| link_err(cx.source, e))?;
+    Ok((spec, link_table))
 }
 
 /// Each table of the array `key` (`[[key]]`), read by `one`.
@@ -371,6 +392,29 @@ impl Entry<'_> {
         };
         let s = self.cx.text(&self.field("small_packets"), v)?;
         SmallPackets::parse(&s).map_err(|e| self.err("small_packets", e))
+    }
+
+    /// `path`: the names of the links crossed, client to server (an array
+    /// of names, or one name).
+    fn path(&self) -> Result<Option<Vec<String>>, ScenarioError> {
+        let Some(v) = self.t.get("path") else {
+            return Ok(None);
+        };
+        let bad = || {
+            self.err(
+                "path",
+                format!("`{v}` is not a list of link names such as [\"l1\", \"l2\"]"),
+            )
+        };
+        match v {
+            toml::Value::String(s) => Ok(Some(vec![s.clone()])),
+            toml::Value::Array(a) => a
+                .iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(bad))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            _ => Err(bad()),
+        }
     }
 
     fn weight(&self) -> Result<Option<f64>, ScenarioError> {
@@ -470,6 +514,11 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
             ack: e.ack_policy()?,
             small_packets: e.small_packets()?,
         },
+        path: e.path()?,
+        rtt_ns: match e.duration("rtt")? {
+            Some(0) => return Err(e.err("rtt", "must be above 0")),
+            r => r,
+        },
     })
 }
 
@@ -545,5 +594,6 @@ fn cross(e: &Entry, scen_dur: u64) -> Result<CrossSpec, ScenarioError> {
         off_ns,
         packet_size,
         weight: e.weight()?,
+        path: e.path()?,
     })
 }

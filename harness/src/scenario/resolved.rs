@@ -21,6 +21,21 @@ impl Scenario {
         );
         t.insert("seed".into(), toml::Value::Integer(self.seed as i64));
         t.insert("link".into(), toml::Value::Table(self.link.to_toml()));
+        if let Some(topo) = &self.links {
+            let links = topo
+                .links
+                .iter()
+                .map(|l| {
+                    let mut lt = l.spec.to_toml();
+                    // The backend and seed are the scenario's ([link]).
+                    lt.remove("backend");
+                    lt.remove("seed");
+                    lt.insert("name".into(), l.name.clone().into());
+                    toml::Value::Table(lt)
+                })
+                .collect();
+            t.insert("links".into(), toml::Value::Array(links));
+        }
         let flows = self.flows.iter().map(flow_toml).collect();
         t.insert("flows".into(), toml::Value::Array(flows));
         if !self.cross.is_empty() {
@@ -79,7 +94,19 @@ fn flow_toml(f: &FlowSpec) -> toml::Value {
             f.transport.small_packets.to_string().into(),
         );
     }
+    insert_path(&mut ft, &f.path);
+    if let Some(r) = f.rtt_ns {
+        ft.insert("rtt".into(), format_duration_ns(r).into());
+    }
     toml::Value::Table(ft)
+}
+
+/// `path`, when there is one.
+fn insert_path(t: &mut toml::Table, path: &Option<Vec<String>>) {
+    if let Some(p) = path {
+        let names = p.iter().map(|n| toml::Value::String(n.clone())).collect();
+        t.insert("path".into(), toml::Value::Array(names));
+    }
 }
 
 /// A `[[cross]]` entry.
@@ -102,6 +129,7 @@ fn cross_toml(c: &CrossSpec) -> toml::Value {
     if let Some(w) = c.weight {
         ct.insert("weight".into(), weight_value(w));
     }
+    insert_path(&mut ct, &c.path);
     toml::Value::Table(ct)
 }
 

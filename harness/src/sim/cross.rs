@@ -2,10 +2,10 @@
 //! optionally on/off, each source its own traffic class after the flows.
 
 use super::world::World;
-use crate::bottleneck::Sink;
 use crate::emu::Packet;
 use crate::link::Dir;
 use crate::scenario::{self, Scenario};
+use link_model::topology::LinkSinks;
 
 /// A cross-traffic source: constant bit rate, optionally on/off.
 pub(super) struct CrossSource {
@@ -49,7 +49,7 @@ pub(super) fn sources(sc: &Scenario, seed: u64) -> Vec<CrossSource> {
 impl World {
     /// Sends every cross datagram due by `now` (`end_ns`: the scenario's
     /// end), with a marker in every qlog where a source turns on or off.
-    pub(super) fn send_cross(&mut self, now: u64, end_ns: u64, log: &mut dyn Sink) {
+    pub(super) fn send_cross(&mut self, now: u64, end_ns: u64, log: &mut dyn LinkSinks) {
         let nflows = self.flows.len();
         for j in 0..self.cross.len() {
             while let Some(t) = self.cross[j].next(end_ns) {
@@ -77,7 +77,7 @@ impl World {
     }
 
     /// One datagram of source `j` (traffic class `class`) onto the link.
-    fn cross_datagram(&mut self, j: usize, class: usize, now: u64, log: &mut dyn Sink) {
+    fn cross_datagram(&mut self, j: usize, class: usize, now: u64, log: &mut dyn LinkSinks) {
         let c = &mut self.cross[j];
         let size = c.spec.packet_size as usize;
         c.sent += size as u64;
@@ -93,7 +93,8 @@ impl World {
             flow: class as u16,
             class: class as u16,
             arrival_ns: now,
+            hop: 0,
         };
-        self.dirs[d as usize].push(pkt, now, log);
+        self.net.push(d, pkt, now, log);
     }
 }

@@ -12,9 +12,9 @@ use quic_app::QlogLevel;
 
 use super::world::World;
 use super::{tls, SimConfig, SimError};
-use crate::bottleneck::Sink;
 use crate::emu::rng::Rng;
 use crate::scenario;
+use link_model::topology::LinkSinks;
 
 /// One QUIC flow: a client and its own server, as separate hosts.
 pub(super) struct Flow {
@@ -229,7 +229,11 @@ impl World {
 
     /// Runs the endpoints that something arrived for or whose timers are
     /// due (timers, application, sending).
-    pub(super) fn run_endpoints(&mut self, now: u64, log: &mut dyn Sink) -> Result<(), SimError> {
+    pub(super) fn run_endpoints(
+        &mut self,
+        now: u64,
+        log: &mut dyn LinkSinks,
+    ) -> Result<(), SimError> {
         let now_i = self.at(now);
         for i in 0..self.flows.len() {
             let f = &mut self.flows[i];

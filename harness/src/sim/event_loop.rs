@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::world::World;
 use super::SimError;
-use crate::bottleneck::{LogFiles, Sink};
+use crate::bottleneck::LinkLogs;
 use crate::emu::pipeline::Sampler;
 use crate::emu::Packet;
 use crate::link::Dir;
+use link_model::topology::LinkSinks;
 
 /// Flows still running this long after the scenario's end are stopped,
 /// as real runs stop their clients.
@@ -42,8 +43,8 @@ struct Due {
 /// `end_ns` is the scenario's end.
 pub(super) fn run(
     w: &mut World,
-    logs: &mut LogFiles,
-    sampler: &mut Sampler,
+    logs: &mut LinkLogs,
+    samplers: &mut [Sampler],
     stop: &AtomicBool,
     end_ns: u64,
 ) -> Result<LoopEnd, SimError> {
@@ -53,9 +54,9 @@ pub(super) fn run(
         active_end: None,
     };
     let mut drain_until: Option<u64> = None;
-    let mut out: Vec<(u64, Packet)> = Vec::new();
+    let mut out: Vec<(u64, Dir, Packet)> = Vec::new();
     loop {
-        let due = w.next_due(sampler.next_due(), end_ns);
+        let due = w.next_due(samplers[0].next_due(), end_ns);
         if due.all_done && e.active_end.is_none() {
             e.active_end = Some(e.now);
         }
@@ -78,7 +79,7 @@ pub(super) fn run(
         if e.events.is_multiple_of(4096) && stop.load(Ordering::Relaxed) {
             return Err(SimError::Interrupted);
         }
-        step(w, logs, sampler, &mut out, e.now, end_ns)?;
+        step(w, logs, samplers, &mut out, e.now, end_ns)?;
     }
     Ok(e)
 }
@@ -86,21 +87,23 @@ pub(super) fn run(
 /// Everything due at `now`.
 fn step(
     w: &mut World,
-    logs: &mut LogFiles,
-    sampler: &mut Sampler,
-    out: &mut Vec<(u64, Packet)>,
+    logs: &mut LinkLogs,
+    samplers: &mut [Sampler],
+    out: &mut Vec<(u64, Dir, Packet)>,
     now: u64,
     end_ns: u64,
 ) -> Result<(), SimError> {
     quiche::sim::set_time(w.at(now));
-    w.enter_link(now, logs.sink());
-    w.deliver(now, logs.sink(), out);
-    w.send_cross(now, end_ns, logs.sink());
+    w.enter_link(now, logs);
+    w.deliver(now, logs, out);
+    w.send_cross(now, end_ns, logs);
     w.start_due_flows(now)?;
-    w.run_endpoints(now, logs.sink())?;
-    if now >= sampler.next_due() {
-        for s in sampler.take(now, &w.dirs) {
-            logs.sample(&s)?;
+    w.run_endpoints(now, logs)?;
+    for (i, sampler) in samplers.iter_mut().enumerate() {
+        if now >= sampler.next_due() {
+            for s in sampler.take(now, &w.net.links[i].dirs) {
+                logs.sample(i, &s)?;
+            }
         }
     }
     Ok(())
@@ -118,8 +121,7 @@ impl World {
             }
         };
         consider(self.pending.peek().map(|p| p.0.at));
-        consider(self.dirs[0].next_event());
-        consider(self.dirs[1].next_event());
+        consider(self.net.next_event());
         consider(Some(sample_due));
         let mut all_done = true;
         for f in &self.flows {
@@ -143,21 +145,19 @@ impl World {
     }
 
     /// Packets whose pacing time has come enter the link.
-    fn enter_link(&mut self, now: u64, log: &mut dyn Sink) {
+    fn enter_link(&mut self, now: u64, log: &mut dyn LinkSinks) {
         while self.pending.peek().is_some_and(|p| p.0.at <= now) {
             let p = self.pending.pop().unwrap().0;
-            self.dirs[p.dir as usize].push(p.pkt, now, log);
+            self.net.push(p.dir, p.pkt, now, log);
         }
     }
 
     /// The link delivers what is due, to the endpoints or (cross traffic)
     /// the sources' counters.
-    fn deliver(&mut self, now: u64, log: &mut dyn Sink, out: &mut Vec<(u64, Packet)>) {
-        for d in [Dir::Up, Dir::Down] {
-            self.dirs[d as usize].advance(now, log, out);
-            for (_, pkt) in out.drain(..) {
-                self.receive(d, pkt, now);
-            }
+    fn deliver(&mut self, now: u64, log: &mut dyn LinkSinks, out: &mut Vec<(u64, Dir, Packet)>) {
+        self.net.advance(now, log, out);
+        for (_, d, pkt) in out.drain(..) {
+            self.receive(d, pkt, now);
         }
     }
 

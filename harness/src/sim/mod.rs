@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use quic_app::QlogLevel;
 
-use crate::bottleneck::{packet_log_header, LogFiles};
+use crate::bottleneck::{packet_log_header, LinkLogs};
 use crate::emu::pipeline::Sampler;
 use crate::emu::Counters;
 use crate::scenario::Scenario;
@@ -59,9 +59,12 @@ pub struct SimOutcome {
     /// deadline.
     #[serde(skip)]
     pub flows: Vec<(PathBuf, bool)>,
-    /// The link's counters, up and down.
+    /// The first link's counters, up and down.
     #[serde(skip)]
     pub counters: [Counters; 2],
+    /// Every link's name and counters, up and down.
+    #[serde(skip)]
+    pub links: Vec<(String, [Counters; 2])>,
     /// Virtual seconds until the last flow ended.
     pub active_s: f64,
     /// Cross traffic: bytes sent and received per source.
@@ -123,8 +126,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     let sc = cfg.scenario;
     let wall = Instant::now();
     std::fs::create_dir_all(cfg.dir)?;
-    let mut link = sc.link.clone();
-    link.seed = cfg.seed;
+    let topo = sc.topology().with_seed(cfg.seed);
     let _guard = ClockGuard;
     let base = Instant::now();
     quiche::sim::set_time(base);
@@ -132,18 +134,34 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
 
     let scenario_event = sc.qlog_event("sim", cfg.seed);
     let flows = endpoints::flows(cfg, &scenario_event)?;
-    let header = cfg
-        .per_packet_log
-        .then(|| packet_log_header("sim", 0, 0, &link));
-    let mut logs = LogFiles::create(cfg.dir, header.as_ref()).map_err(|e| e.source)?;
-    let mut sampler = Sampler::new(100_000_000);
-    let mut w = World::new(cfg, &link, base, flows, scenario_event);
-    let end = event_loop::run(&mut w, &mut logs, &mut sampler, cfg.stop, sc.duration_ns)?;
+    let mut logs = LinkLogs::create(cfg.dir, &topo, |i| {
+        cfg.per_packet_log
+            .then(|| packet_log_header("sim", 0, 0, &topo.links[i].spec))
+    })
+    .map_err(|e| e.source)?;
+    let mut samplers: Vec<Sampler> = topo
+        .links
+        .iter()
+        .map(|_| Sampler::new(100_000_000))
+        .collect();
+    let mut w = World::new(cfg, &topo, base, flows, scenario_event);
+    let end = event_loop::run(&mut w, &mut logs, &mut samplers, cfg.stop, sc.duration_ns)?;
     let mut outcome = SimOutcome {
         simulated_s: end.now as f64 / 1e9,
         events: end.events,
         datagrams: w.datagrams,
-        counters: [w.dirs[0].counters.clone(), w.dirs[1].counters.clone()],
+        counters: w.net.first().each_ref().map(|d| d.counters.clone()),
+        links: w
+            .net
+            .links
+            .iter()
+            .map(|l| {
+                (
+                    l.name.clone(),
+                    l.dirs.each_ref().map(|d| d.counters.clone()),
+                )
+            })
+            .collect(),
         active_s: end.active_end.unwrap_or(end.now) as f64 / 1e9,
         cross: w.cross.iter().map(|c| (c.sent, c.received)).collect(),
         flows: w.flows.iter().map(|f| (f.dir.clone(), f.killed)).collect(),

@@ -11,10 +11,10 @@ use quic_app::{Next, QlogLevel};
 use super::cross::CrossSource;
 use super::endpoints::Flow;
 use super::SimConfig;
-use crate::bottleneck::Sink;
 use crate::emu::rng::Rng;
-use crate::emu::{Direction, Packet};
-use crate::link::{Dir, LinkSpec};
+use crate::emu::Packet;
+use crate::link::Dir;
+use link_model::topology::{LinkSinks, Network, Topology};
 
 /// A packet waiting for its pacing time to enter the link.
 pub(super) struct Pending {
@@ -79,7 +79,8 @@ fn drain(
 /// The whole simulated network.
 pub(super) struct World {
     base: Instant,
-    pub(super) dirs: [Direction; 2],
+    /// Every link and the route each flow and cross source takes.
+    pub(super) net: Network,
     pub(super) pending: BinaryHeap<Reverse<Pending>>,
     seq: u64,
     pub(super) flows: Vec<Flow>,
@@ -94,11 +95,12 @@ pub(super) struct World {
 }
 
 impl World {
-    /// The network of one repetition, nothing yet sent: `flows` with their
-    /// servers listening, and the scenario's cross traffic.
+    /// The network of one repetition, nothing yet sent: the links of
+    /// `topo` (seeded for this repetition), `flows` with their servers
+    /// listening, and the scenario's cross traffic.
     pub(super) fn new(
         cfg: &SimConfig,
-        link: &LinkSpec,
+        topo: &Topology,
         base: Instant,
         flows: Vec<Flow>,
         scenario_event: serde_json::Value,
@@ -106,10 +108,7 @@ impl World {
         let sc = cfg.scenario;
         World {
             base,
-            dirs: [
-                Direction::with_weights(link, Dir::Up, 1500, &sc.class_weights()),
-                Direction::with_weights(link, Dir::Down, 1500, &sc.class_weights()),
-            ],
+            net: Network::new(topo, &sc.routes(), 1500, &sc.class_weights()),
             pending: BinaryHeap::new(),
             seq: 0,
             flows,
@@ -170,7 +169,7 @@ impl World {
         dir: Dir,
         flow: usize,
         data: Vec<u8>,
-        log: &mut dyn Sink,
+        log: &mut dyn LinkSinks,
     ) {
         self.datagrams += 1;
         let pkt = Packet {
@@ -178,9 +177,10 @@ impl World {
             flow: flow as u16,
             class: flow as u16,
             arrival_ns: at.max(now),
+            hop: 0,
         };
         if at <= now {
-            self.dirs[dir as usize].push(pkt, now, log);
+            self.net.push(dir, pkt, now, log);
         } else {
             self.seq += 1;
             self.pending.push(Reverse(Pending {
@@ -193,7 +193,7 @@ impl World {
     }
 
     /// Sends what flow `i`'s client has ready.
-    pub(super) fn flush_client(&mut self, i: usize, now: u64, log: &mut dyn Sink) {
+    pub(super) fn flush_client(&mut self, i: usize, now: u64, log: &mut dyn LinkSinks) {
         let now_i = self.at(now);
         if let Some(c) = self.flows[i].client.as_mut() {
             let pace = drain(c.conn_mut(), now_i, self.base, &mut self.bufs);
@@ -203,7 +203,7 @@ impl World {
     }
 
     /// Sends what flow `i`'s server has ready.
-    pub(super) fn flush_server(&mut self, i: usize, now: u64, log: &mut dyn Sink) {
+    pub(super) fn flush_server(&mut self, i: usize, now: u64, log: &mut dyn LinkSinks) {
         let now_i = self.at(now);
         for peer in self.flows[i].server.peers_mut() {
             peer.pace_until = drain(&mut peer.conn, now_i, self.base, &mut self.bufs);
@@ -212,7 +212,7 @@ impl World {
     }
 
     /// Puts the datagrams [`drain`] built onto direction `dir` of the link.
-    fn emit_ready(&mut self, now: u64, dir: Dir, flow: usize, log: &mut dyn Sink) {
+    fn emit_ready(&mut self, now: u64, dir: Dir, flow: usize, log: &mut dyn LinkSinks) {
         let mut ready = std::mem::take(&mut self.bufs.ready);
         for (at, data) in ready.drain(..) {
             self.emit(now, at, dir, flow, data, log);

@@ -203,6 +203,7 @@ fn base_scenario(r: &Request, algorithm: &str, backend: &str) -> Result<Scenario
                 repetitions: 1,
                 seed: 1,
                 link,
+                links: None,
                 flows: vec![FlowSpec::download(algorithm)],
                 cross: Vec::new(),
                 host: Default::default(),

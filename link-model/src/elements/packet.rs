@@ -13,6 +13,9 @@ pub struct Packet {
     pub class: u16,
     /// When it reached the emulator, ns on the emulator's clock.
     pub arrival_ns: u64,
+    /// Which stage of its route it is at ([`crate::topology::Network`]; 0
+    /// on a single link).
+    pub hop: u8,
 }
 
 impl Packet {
@@ -23,6 +26,7 @@ impl Packet {
             flow,
             class: flow,
             arrival_ns,
+            hop: 0,
         }
     }
 

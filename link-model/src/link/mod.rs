@@ -81,7 +81,7 @@ pub struct LinkError {
     pub problem: String,
 }
 
-fn err(field: &str, problem: impl Into<String>) -> LinkError {
+pub(crate) fn err(field: &str, problem: impl Into<String>) -> LinkError {
     LinkError {
         field: field.to_string(),
         problem: problem.into(),

@@ -168,6 +168,33 @@ impl LinkSpec {
         }
         t
     }
+
+    /// One line for people: the down direction's rate (or trace), the
+    /// round-trip delay, queue, AQM and loss, and the up direction's where
+    /// it differs.
+    pub fn describe(&self) -> String {
+        let one = |d: &DirectionSpec| {
+            let t = direction_toml(d);
+            let g = |k: &str| t.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+            let cap = if d.trace.is_some() {
+                format!("trace {}", g("trace"))
+            } else {
+                g("rate")
+            };
+            let mut s = format!("{cap}, queue {}, {}", g("queue"), g("aqm"));
+            if d.loss != crate::link::LossModel::None {
+                s.push_str(&format!(", loss {}", g("loss")));
+            }
+            s
+        };
+        let (down, up) = (one(&self.down), one(&self.up));
+        let rtt = format_duration_ns(self.rtt_ns());
+        if down == up {
+            format!("{down}, RTT {rtt}")
+        } else {
+            format!("down {down}; up {up}; RTT {rtt}")
+        }
+    }
 }
 
 /// One direction, every field explicit.

@@ -79,7 +79,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     }
     let sc = build_scenario(&a);
-    let backend = resolve_backend(&sc.link);
+    let backend = match sc.link.backend {
+        // netem runs one link; `auto` picks emu for anything more.
+        harness::link::Backend::Auto if sc.has_paths() => harness::link::Backend::Emu,
+        _ => resolve_backend(&sc.link),
+    };
+    if backend == harness::link::Backend::Netem && sc.has_paths() {
+        bad_input(harness::run::NETEM_PATHS);
+    }
     let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));
     refuse_complete(&out);
     let stop = stop_flag()?;

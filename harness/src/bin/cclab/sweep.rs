@@ -60,7 +60,11 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
             bad_input(format!("--link: `{b}` is not one of auto, emu, netem, sim"))
         });
     }
-    let backend = resolve_backend(&sw.base.link);
+    let backend = match sw.base.link.backend {
+        // netem runs one link; `auto` picks emu for anything more.
+        Backend::Auto if sw.base.has_paths() => Backend::Emu,
+        _ => resolve_backend(&sw.base.link),
+    };
     let jobs = jobs(a.jobs, backend);
     let cfg = RunConfig {
         out: a.out.clone(),
