@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu netem-vs-emu netem-run lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run lint clean
 
 all: build
 
@@ -136,6 +136,17 @@ small-packets: bootstrap
 # The same scenarios on sim and on emu (real processes), side by side.
 sim-vs-emu: bootstrap
 	./scripts/sim-vs-emu.sh
+
+# docs/topologies.md's figures: RTT fairness on sim (CUBIC, NewReno) and
+# the parking lot on sim and emu per link, with the sim-vs-emu goals
+# (about 5 minutes: the emu runs take real time).
+topology-figures: bootstrap
+	./scripts/topology-figures.sh
+
+# The shipped single-link scenarios at REV and here, every result file
+# compared byte for byte (REV is built once under target/rev/).
+compare-revisions: bootstrap
+	./scripts/compare-revisions.sh $(REV)
 
 # One QUIC flow on kernel netem (20 Mbit/s, 40 ms, 1 BDP drop-tail, CUBIC,
 # 10 s), in a user-mode Linux guest when this host's kernel has no netem;

@@ -64,6 +64,15 @@ pub struct LinkArgs {
 }
 
 impl LinkArgs {
+    /// Whether any flag (or `--link-file`) was given.
+    pub fn is_set(&self) -> bool {
+        self.link_file.is_some()
+            || self.seed.is_some()
+            || !self.up.is_empty()
+            || !self.down.is_empty()
+            || self.fields().iter().any(|(_, v)| v.is_some())
+    }
+
     /// The flags that set one field of the link (both directions), by the
     /// field's name: `backend` is `--link`.
     pub fn fields(&self) -> [(&'static str, &Option<String>); 12] {

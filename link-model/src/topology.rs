@@ -203,23 +203,24 @@ impl Topology {
             let _ = writeln!(s, "  {:<10} {}", l.name, l.spec.describe());
         }
         let _ = writeln!(s, "paths (client → server; replies go back the same way):");
+        let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(1);
         for (k, r) in routes.iter().enumerate() {
-            let mut chain = String::from("client");
+            let mut chain = String::from("client ─");
             if r.access_ns > 0 {
                 let _ = write!(
                     chain,
-                    " ─(access {} each way)─",
+                    "(access {} each way)─",
                     crate::link::units::format_duration_ns(r.access_ns)
                 );
             }
             for &i in &r.links {
-                let _ = write!(chain, " ─[{}]─", self.links[i].name);
+                let _ = write!(chain, "[{}]─", self.links[i].name);
             }
             chain.push_str(" server");
             let label = labels.get(k).map(String::as_str).unwrap_or("?");
             let _ = writeln!(
                 s,
-                "  {label:<12} {chain}   (base RTT {})",
+                "  {label:<width$}  {chain}   base RTT {}",
                 crate::link::units::format_duration_ns(self.base_rtt_ns(r))
             );
         }

@@ -142,12 +142,46 @@ fn weight_value(w: f64) -> toml::Value {
     }
 }
 
-/// Sets a dotted path in a TOML table (`link.rate`, `flows.0.cc`). A link
-/// field set at the top of `[link]` replaces the resolved per-direction ones.
+/// Sets a dotted path in a TOML table (`link.rate`, `flows.0.cc`,
+/// `links.1.rate`). A link field set at the top of `[link]` replaces the
+/// resolved per-direction ones, in `[link]` and in every `[[links]]`
+/// entry (which start from `[link]`); `links.N.KEY` sets it on link N only.
 pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), String> {
     let parts: Vec<&str> = path.split('.').collect();
     if parts.first() == Some(&"link") && parts.len() == 2 {
-        return set_link_field(t, parts[1], v);
+        let link = t
+            .get_mut("link")
+            .and_then(|l| l.as_table_mut())
+            .ok_or("no [link] table")?;
+        set_link_field(link, parts[1], &v)?;
+        if matches!(parts[1], "backend" | "seed") {
+            return Ok(());
+        }
+        if let Some(toml::Value::Array(links)) = t.get_mut("links") {
+            for l in links.iter_mut().filter_map(|l| l.as_table_mut()) {
+                set_link_field(l, parts[1], &v)?;
+            }
+        }
+        return Ok(());
+    }
+    if parts.first() == Some(&"links") && parts.len() == 3 && !matches!(parts[2], "up" | "down") {
+        let idx: usize = parts[1]
+            .parse()
+            .map_err(|_| format!("`{}` is not an index", parts[1]))?;
+        let link = t
+            .get_mut("links")
+            .and_then(|l| l.as_array_mut())
+            .ok_or("no [[links]] entries")?
+            .get_mut(idx)
+            .and_then(|l| l.as_table_mut())
+            .ok_or_else(|| format!("index {idx} is out of range"))?;
+        if matches!(parts[2], "name" | "backend" | "seed") {
+            return Err(format!(
+                "`{}` of a link is not a field a sweep can vary",
+                parts[2]
+            ));
+        }
+        return set_link_field(link, parts[2], &v);
     }
     let mut cur: &mut toml::Value = t
         .get_mut(parts[0])
@@ -181,15 +215,12 @@ pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), S
     Ok(())
 }
 
-/// Sets `[link]` field `key`. The resolved link lists each direction; the
-/// field is set in both, `rtt` translated into per-direction delays.
-fn set_link_field(t: &mut toml::Table, key: &str, v: toml::Value) -> Result<(), String> {
-    let link = t
-        .get_mut("link")
-        .and_then(|l| l.as_table_mut())
-        .ok_or("no [link] table")?;
+/// Sets field `key` of a resolved link table (`[link]` or a `[[links]]`
+/// entry). The resolved link lists each direction; the field is set in
+/// both, `rtt` translated into per-direction delays.
+fn set_link_field(link: &mut toml::Table, key: &str, v: &toml::Value) -> Result<(), String> {
     if matches!(key, "backend" | "seed") {
-        link.insert(key.into(), v);
+        link.insert(key.into(), v.clone());
         return Ok(());
     }
     for dir in ["up", "down"] {

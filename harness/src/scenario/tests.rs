@@ -275,3 +275,42 @@ fn flow_sending_errors_name_the_field_and_allowed() {
         ),
     ]);
 }
+
+#[test]
+fn topologies_round_trip_and_sweeps_reach_every_link() {
+    let s = parse(
+        "[link]\nrate = \"10mbit\"\nrtt = \"20ms\"\nqueue = \"1bdp\"\n[[links]]\nname = \"access\"\nrate = \"100mbit\"\ndelay = \"2ms\"\n[[links]]\nname = \"core\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"50ms\"\n[[flows]]\ncc = \"newreno\"\npath = [\"core\", \"access\"]\n[[cross]]\nrate = \"1mbit\"\npath = \"core\"\n",
+    )
+    .unwrap();
+    let back = Scenario::from_table(&s.to_toml(), &Ctx { source: "x" }, Path::new(".")).unwrap();
+    assert_eq!(back, s);
+    let topo = s.topology();
+    let routes = s.routes();
+    // Flow 0 crosses both links (4 + 20 ms) and makes up the rest of its
+    // 50 ms as 13 ms of access delay each way.
+    assert_eq!(routes[0].links, [0, 1]);
+    assert_eq!(routes[0].access_ns, 13_000_000);
+    assert_eq!(topo.base_rtt_ns(&routes[0]), 50_000_000);
+    assert_eq!(
+        (routes[1].links.as_slice(), routes[2].links.as_slice()),
+        (&[1, 0][..], &[1][..])
+    );
+    // `link.KEY` reaches every link; `links.N.KEY` one.
+    let o = s
+        .with_overrides(
+            &[
+                ("link.aqm".into(), "codel".into()),
+                ("links.1.rate".into(), "20mbit".into()),
+            ],
+            "sweep",
+        )
+        .unwrap();
+    let t = o.links.as_ref().unwrap();
+    assert!(t.links.iter().all(|l| l.spec.down.aqm != s.link.down.aqm));
+    assert_eq!(t.links[0].spec.down.rate_bps, 100e6);
+    assert_eq!(t.links[1].spec.down.rate_bps, 20e6);
+    let e = s
+        .with_overrides(&[("links.5.rate".into(), "1mbit".into())], "sweep")
+        .unwrap_err();
+    assert!(e.to_string().contains("out of range"), "{e}");
+}

@@ -34,11 +34,17 @@ pub enum LinkCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Validate a link description and print it fully resolved.
+    /// Validate a link description and print it fully resolved; with
+    /// --scenario, draw the scenario's topology: every link and the path
+    /// each flow and cross source takes, with its base RTT.
     Show {
         #[command(flatten)]
         link: Box<LinkArgs>,
-        /// Print as JSON instead of TOML.
+        /// A scenario file whose links and paths to draw (the link flags
+        /// are then refused).
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<std::path::PathBuf>,
+        /// Print as JSON instead of TOML (or text, with --scenario).
         #[arg(long)]
         json: bool,
     },
@@ -54,7 +60,17 @@ pub fn link(cmd: LinkCmd) -> anyhow::Result<i32> {
             json,
         } => measure(&link, &duration, size, json),
         LinkCmd::Probe { json } => probe(json),
-        LinkCmd::Show { link, json } => show(&link, json),
+        LinkCmd::Show {
+            scenario: Some(file),
+            link,
+            json,
+        } => {
+            if link.is_set() {
+                bad_input("--scenario: give either a scenario or link flags, not both");
+            }
+            show_topology(&file, json)
+        }
+        LinkCmd::Show { link, json, .. } => show(&link, json),
     }
 }
 
@@ -96,6 +112,57 @@ fn show(link: &LinkArgs, json: bool) -> anyhow::Result<i32> {
         let mut doc = toml::Table::new();
         doc.insert("link".into(), toml::Value::Table(t));
         print!("{}", toml::to_string(&doc)?);
+    }
+    Ok(0)
+}
+
+/// `cclab link show --scenario`: the scenario's links and every traffic
+/// class's path.
+fn show_topology(file: &std::path::Path, json: bool) -> anyhow::Result<i32> {
+    let sc = harness::scenario::Scenario::load(file).unwrap_or_else(|e| bad_input(e));
+    let topo = sc.topology();
+    let routes = sc.routes();
+    let mut labels = Vec::new();
+    for (g, f) in sc.flows.iter().enumerate() {
+        for k in 0..f.count {
+            let n = if f.count > 1 {
+                format!("[{k}]")
+            } else {
+                String::new()
+            };
+            labels.push(format!("flows[{g}]{n} {}", f.cc));
+        }
+    }
+    for j in 0..sc.cross.len() {
+        labels.push(format!("cross[{j}]"));
+    }
+    if json {
+        let links: Vec<serde_json::Value> = topo
+            .links
+            .iter()
+            .map(|l| serde_json::json!({ "name": l.name, "link": l.spec.to_toml() }))
+            .collect();
+        let paths: Vec<serde_json::Value> = routes
+            .iter()
+            .zip(&labels)
+            .map(|(r, label)| {
+                let names: Vec<&str> = r
+                    .links
+                    .iter()
+                    .map(|&i| topo.links[i].name.as_str())
+                    .collect();
+                serde_json::json!({
+                    "class": label,
+                    "links": names,
+                    "access_delay_ms": r.access_ns as f64 / 1e6,
+                    "base_rtt_ms": topo.base_rtt_ns(r) as f64 / 1e6,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({ "links": links, "paths": paths });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", topo.draw(&routes, &labels));
     }
     Ok(0)
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Figures for topologies (docs/topologies.md), printed as markdown:
+#  1. RTT fairness on sim: scenarios/rtt-fairness.toml (20 ms and 80 ms
+#     flows, 20 Mbit/s, 1-BDP drop-tail, 60 s) for each algorithm of CCS:
+#     each flow's base RTT from the summary against its configured RTT,
+#     goodputs and their ratio, against the inverse RTT ratio (4).
+#  2. The parking lot of scenarios/parking-lot.toml (three 10 Mbit/s
+#     links, one long flow, one short flow per link) on sim and on emu for
+#     each algorithm of LOT_CCS: per link utilization, loss rate, mean
+#     queueing delay, against the sim-vs-emu goals (utilization within 3
+#     points, queueing delay within 20% or 2 ms, loss rate within 25% or
+#     0.2 points), and each flow's goodput.
+# Env: CCS ("newreno cubic"), LOT_CCS ("newreno cubic"), REPS (3),
+# LOT_DURATION (30s), OUT (a temporary directory, removed unless set).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/stamp.sh
+stamp topology-figures
+CCS=${CCS:-"newreno cubic"}
+LOT_CCS=${LOT_CCS:-"newreno cubic"}
+REPS=${REPS:-3}
+LOT_DURATION=${LOT_DURATION:-30s}
+cargo build --release -q -p harness -p quic-server -p quic-client
+if [ -z "${OUT:-}" ]; then
+    OUT=$(mktemp -d)
+    trap 'rm -rf "$OUT"' EXIT
+fi
+# A copy of a scenario with every flow's algorithm replaced.
+with_cc() { sed "s/^cc = \".*\"/cc = \"$2\"/" "$1" >"$3"; }
+for cc in $CCS; do
+    d="$OUT/rtt-$cc"
+    [ -f "$d/summary.json" ] && continue
+    echo "topology-figures: rtt-fairness, $cc, sim" >&2
+    with_cc scenarios/rtt-fairness.toml "$cc" "$OUT/rtt-$cc.toml"
+    ./target/release/cclab run "$OUT/rtt-$cc.toml" --link sim --repetitions "$REPS" \
+        --no-packet-log --quiet --out "$d" >/dev/null
+done
+for cc in $LOT_CCS; do
+    with_cc scenarios/parking-lot.toml "$cc" "$OUT/lot-$cc.toml"
+    for link in sim emu; do
+        d="$OUT/lot-$cc-$link"
+        [ -f "$d/summary.json" ] && continue
+        echo "topology-figures: parking lot, $cc, $link" >&2
+        ./target/release/cclab run "$OUT/lot-$cc.toml" --link "$link" --repetitions "$REPS" \
+            --duration "$LOT_DURATION" --no-packet-log --quiet --out "$d" >/dev/null
+    done
+done
+python3 - "$OUT" "$CCS" "$LOT_CCS" "$REPS" "$LOT_DURATION" <<'PY'
+import json, os, sys
+out, ccs, lot_ccs, reps, lot_dur = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5]
+load = lambda d: json.load(open(os.path.join(out, d, "summary.json")))
+print(f"\n**RTT fairness** (sim, scenarios/rtt-fairness.toml: 20 Mbit/s, 1-BDP drop-tail at 20 ms, 60 s, {reps} repetitions; means)\n")
+print("| algorithm | base RTT 20 ms flow | base RTT 80 ms flow | goodput 20 ms | goodput 80 ms | ratio | Jain | utilization |")
+print("|---|---|---|---|---|---|---|---|")
+for cc in ccs:
+    s = load(f"rtt-{cc}")
+    f = s["flows"]
+    g0, g1 = f[0]["goodput_bps"] / 1e6, f[1]["goodput_bps"] / 1e6
+    print(f"| {cc} | {f[0]['base_rtt_ms']:.2f} ms | {f[1]['base_rtt_ms']:.2f} ms | {g0:.2f} Mbit/s | {g1:.2f} Mbit/s "
+          f"| {g0 / g1:.2f} | {s['jain_fairness']:.3f} | {s['bottleneck']['utilization'] * 100:.1f}% |")
+print("\nThe inverse RTT ratio is 4; a share going with 1/RTT^2 would be 16.")
+print(f"\n**Parking lot** (scenarios/parking-lot.toml: three 10 Mbit/s links, 10 ms each way, 1-BDP drop-tail; "
+      f"{lot_dur}, {reps} repetitions; means; agreement: utilization within 3 points, queueing delay within 20% or 2 ms, "
+      "loss rate within 25% or 0.2 points)\n")
+print("| algorithm | link | utilization sim / emu | loss rate sim / emu | queueing delay sim / emu | Jain sim / emu | agree |")
+print("|---|---|---|---|---|---|---|")
+bad = 0
+for cc in lot_ccs:
+    s, e = load(f"lot-{cc}-sim"), load(f"lot-{cc}-emu")
+    for name in sorted(s["links"]):
+        a, b = s["links"][name], e["links"][name]
+        ua, ub = a["utilization"] * 100, b["utilization"] * 100
+        la, lb = (a.get("loss_rate") or 0) * 100, (b.get("loss_rate") or 0) * 100
+        qa, qb = a["queue_delay_ms_mean"], b["queue_delay_ms_mean"]
+        ok_u = abs(ua - ub) <= 3
+        ok_q = abs(qa - qb) <= max(2, 0.2 * max(qa, qb))
+        ok_l = abs(la - lb) <= max(0.2, 0.25 * max(la, lb))
+        miss = [n for n, ok in (("utilization", ok_u), ("queue", ok_q), ("loss", ok_l)) if not ok]
+        bad += bool(miss)
+        print(f"| {cc} | {name} | {ua:.1f}% / {ub:.1f}% | {la:.2f}% / {lb:.2f}% | {qa:.1f} / {qb:.1f} ms "
+              f"| {a['jain_fairness']:.3f} / {b['jain_fairness']:.3f} | {'yes' if not miss else 'no: ' + ', '.join(miss)} |")
+print("\n| algorithm | flow | path | goodput sim | goodput emu |")
+print("|---|---|---|---|---|")
+paths = ["l1, l2, l3", "l1", "l2", "l3"]
+for cc in lot_ccs:
+    s, e = load(f"lot-{cc}-sim"), load(f"lot-{cc}-emu")
+    for i, (a, b) in enumerate(zip(s["flows"], e["flows"])):
+        print(f"| {cc} | {i} | {paths[i] if i < len(paths) else '?'} | {a['goodput_bps'] / 1e6:.2f} Mbit/s | {b['goodput_bps'] / 1e6:.2f} Mbit/s |")
+print(f"\n{bad} link row(s) outside the goals.")
+PY
