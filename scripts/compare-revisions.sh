@@ -28,6 +28,7 @@ if [ -z "${OUT:-}" ]; then
     OUT=$(mktemp -d)
     trap 'rm -rf "$OUT"' EXIT
 fi
+mkdir -p "$OUT"
 differ=0
 for s in $SCENARIOS; do
     n=${s//\//_}

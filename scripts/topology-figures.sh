@@ -25,6 +25,7 @@ if [ -z "${OUT:-}" ]; then
     OUT=$(mktemp -d)
     trap 'rm -rf "$OUT"' EXIT
 fi
+mkdir -p "$OUT"
 # A copy of a scenario with every flow's algorithm replaced.
 with_cc() { sed "s/^cc = \".*\"/cc = \"$2\"/" "$1" >"$3"; }
 for cc in $CCS; do

@@ -10,6 +10,7 @@ pub use link_model::link;
 pub mod cli;
 pub mod cross;
 pub mod emu;
+mod files;
 pub mod netem;
 pub mod netns;
 pub mod probe;

@@ -152,3 +152,35 @@ fn report_draws_small_multiples_and_a_labelled_reversed_scatter() {
         "{md}"
     );
 }
+
+#[test]
+fn a_run_of_several_links_gets_a_queue_panel_per_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let text = "name = \"lot\"\nduration = \"2s\"\n[link]\nbackend = \"sim\"\nrate = \"5mbit\"\ndelay = \"10ms\"\n[topology]\nparking_lot = 2\n[[flows]]\ncc = \"cubic\"\npath = [\"l1\", \"l2\"]\n[[flows]]\ncc = \"cubic\"\npath = \"l2\"\n";
+    let sc = Scenario::parse(text, "test", Path::new(".")).unwrap();
+    let cfg = RunConfig {
+        out: runs.join("lot"),
+        bin_dir: PathBuf::from("/nonexistent"),
+        backend: Backend::Sim,
+        quiet: true,
+        stop: Arc::new(AtomicBool::new(false)),
+        per_packet_log: false,
+        threads: 0,
+        qlog_level: quic_app::QlogLevel::Core,
+    };
+    harness::run::run(&sc, &cfg).unwrap();
+    let page = dir.path().join("out/report.html");
+    assert_eq!(harness::report::write(&[runs], &page), Ok(1));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("id=\"fig-queue\" data-panels=\"2\""),
+        "the queue figure has not one panel per link"
+    );
+    // The flows' figures keep one panel per flow.
+    assert!(html.contains("id=\"fig-cwnd\" data-panels=\"2\""));
+    let svg = std::fs::read_to_string(dir.path().join("out/report-figures/queue.svg")).unwrap();
+    for name in ["link l1", "link l2"] {
+        assert!(svg.contains(name), "no panel titled {name}");
+    }
+}

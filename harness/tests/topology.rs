@@ -302,3 +302,69 @@ fn the_emulator_runs_a_parking_lot_with_a_log_per_link() {
     assert!(err.contains("netem"), "{err}");
     assert!(!dir.path().join("n/summary.json").exists());
 }
+
+fn scenarios_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+#[test]
+fn the_shipped_topologies_and_their_sweep_resolve() {
+    let dir = scenarios_dir();
+    for (file, links, flows) in [
+        ("rtt-fairness.toml", 1, 2),
+        ("rtt-mix-codel.toml", 1, 4),
+        ("parking-lot.toml", 3, 4),
+        ("reproduce/ewphcc/parallel.toml", 10, 20),
+    ] {
+        let sc = Scenario::load(&dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(sc.topology().links.len(), links, "{file}");
+        assert_eq!(sc.expanded_flows().len(), flows, "{file}");
+        assert!(sc.has_paths(), "{file}");
+    }
+    let sw = harness::sweep::Sweep::load(&dir.join("sweeps/rtt-fairness.toml")).unwrap();
+    assert_eq!(sw.len(), 12);
+    let mut rtts = Vec::new();
+    for i in 0..sw.len() {
+        let sc = sw.scenario(i).unwrap();
+        let topo = sc.topology();
+        rtts.push(topo.base_rtt_ns(&sc.routes()[1]) / 1_000_000);
+    }
+    rtts.sort_unstable();
+    rtts.dedup();
+    assert_eq!(rtts, [20, 40, 80, 160]);
+}
+
+#[test]
+fn link_show_draws_a_scenario_and_refuses_mixing_it_with_link_flags() {
+    let file = scenarios_dir().join("parking-lot.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_cclab"))
+        .args(["link", "show", "--scenario"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("client ─[l1]─[l2]─[l3]─ server   base RTT 60ms"),
+        "{text}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_cclab"))
+        .args(["link", "show", "--json", "--scenario"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["paths"][0]["links"],
+        serde_json::json!(["l1", "l2", "l3"])
+    );
+    assert_eq!(v["paths"][3]["base_rtt_ms"], 20.0);
+    assert_eq!(v["links"].as_array().unwrap().len(), 3);
+    let o = Command::new(env!("CARGO_BIN_EXE_cclab"))
+        .args(["link", "show", "--rate", "5mbit", "--scenario"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not both"));
+}

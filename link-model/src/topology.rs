@@ -429,6 +429,9 @@ pub struct Network {
     delayed: BinaryHeap<Reverse<Delayed>>,
     seq: u64,
     scratch: Vec<(u64, Packet)>,
+    /// Packets between stages during [`Network::advance`] (kept to reuse
+    /// its allocation).
+    moved: Vec<(u64, Dir, Packet)>,
 }
 
 fn stages_of(route: &Route) -> [Vec<Stage>; 2] {
@@ -471,6 +474,7 @@ impl Network {
             delayed: BinaryHeap::new(),
             seq: 0,
             scratch: Vec::new(),
+            moved: Vec::new(),
         }
     }
 
@@ -533,7 +537,7 @@ impl Network {
             // `scratch` only ever holds these between calls.
             out.push((t, Dir::Up, p));
         }
-        let mut moved = Vec::new();
+        let mut moved = std::mem::take(&mut self.moved);
         loop {
             while self.delayed.peek().is_some_and(|d| d.0.at <= now) {
                 let d = self.delayed.pop().unwrap().0;
@@ -547,15 +551,22 @@ impl Network {
                     self.scratch = got;
                 }
             }
-            if moved.is_empty() {
-                return;
-            }
+            // Packets that entered another stage may be due there by
+            // `now` too: run the stages again until nothing moves on.
+            let mut entered = false;
             for (t, dir, mut pkt) in moved.drain(..) {
                 pkt.hop = pkt.hop.saturating_add(1);
                 match self.stage(pkt.class, dir, pkt.hop) {
-                    Some(stage) => self.enter(stage, dir, pkt, t, sinks),
+                    Some(stage) => {
+                        self.enter(stage, dir, pkt, t, sinks);
+                        entered = true;
+                    }
                     None => out.push((t, dir, pkt)),
                 }
+            }
+            if !entered {
+                self.moved = moved;
+                return;
             }
         }
     }

@@ -22,13 +22,15 @@ pub use link_model::elements::{
     codel, delay, duplicate, loss, packet, pie, pipeline, queue, red, reorder, rng, sched,
     serializer,
 };
+mod config;
 mod relay;
 mod runtime;
 mod sockets;
 
+pub use config::{EmuConfig, EmuError, EmuReport, Lateness, Route, Snapshot};
 pub use packet::{DropReason, Packet};
 pub use pipeline::{Counters, Direction};
-pub use runtime::{EmuConfig, EmuError, EmuReport, Emulator, Lateness, Route, Snapshot};
+pub use runtime::Emulator;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {

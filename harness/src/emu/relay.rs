@@ -9,9 +9,9 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
+use super::config::{EmuConfig, EmuError, EmuReport, Lateness, Snapshot};
 use super::packet::Packet;
 use super::pipeline::Sampler;
-use super::runtime::{EmuConfig, EmuError, EmuReport, Lateness, Snapshot};
 use super::sockets::{bind_listeners, realtime_ns, recv_stamped, upstream_socket};
 use super::{monotonic_ns, thread_cpu_ns};
 use crate::bottleneck::{packet_log_header, LinkLogs};

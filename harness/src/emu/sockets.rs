@@ -5,7 +5,7 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
-use super::runtime::{EmuConfig, EmuError};
+use super::config::{EmuConfig, EmuError};
 
 /// Enters the configured namespace and binds every route's listening
 /// socket (non-blocking, large buffers, arrival stamps).

@@ -102,8 +102,13 @@ fn queue(s: &Series, dir: &Path) -> Result<Rendered, String> {
             y_unit: "kB",
             note: format!(
                 "Queue occupancy at the end of each 100 ms sample; ticks along the top mark \
-                 samples with drops. One panel per run, first repetition; all panels share both \
+                 samples with drops. One panel per {}, first repetition; all panels share both \
                  axes.{}",
+                if s.multi_link() {
+                    "run and link"
+                } else {
+                    "run"
+                },
                 s.left_out()
             ),
             panels: s.queue_panels(),

@@ -52,12 +52,20 @@ struct FlowSeries {
     goodput: Vec<(f64, f64)>,
 }
 
+/// What one link of a run gives: its queue and the samples with drops.
+struct LinkSeries {
+    /// Its name (empty for a single-link run's one link).
+    name: String,
+    queue: Vec<(f64, f64)>,
+    drops: Vec<f64>,
+}
+
 /// What one run gives (first repetition).
 struct RunSeries {
     title: String,
     colour: RGBColor,
-    queue: Vec<(f64, f64)>,
-    drops: Vec<f64>,
+    /// Every link, in the scenario's order.
+    links: Vec<LinkSeries>,
     flows: Vec<FlowSeries>,
 }
 
@@ -163,13 +171,56 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
     fs
 }
 
+/// A run's links, in its scenario's order, each with the directory that
+/// holds its samples: the first at `rep-1/`, the others at
+/// `rep-1/links/NAME/` (single-link runs: one, unnamed).
+fn link_dirs(run: &Run) -> Vec<(String, std::path::PathBuf)> {
+    let rep = run.dir.join("rep-1");
+    let names: Vec<String> = std::fs::read_to_string(run.dir.join("scenario.toml"))
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| t.get("links").and_then(|l| l.as_array()).cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|l| l.get("name").and_then(|n| n.as_str()).map(String::from))
+        .collect();
+    if names.is_empty() {
+        return vec![(String::new(), rep)];
+    }
+    names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let d = if i == 0 {
+                rep.clone()
+            } else {
+                rep.join("links").join(&n)
+            };
+            (n, d)
+        })
+        .collect()
+}
+
 fn run_series(run: &Run, title: String, colour: RGBColor) -> RunSeries {
-    let samples = crate::bottleneck::read_samples(&run.dir.join("rep-1/bottleneck-samples.jsonl"))
-        .unwrap_or_default();
     let dir = run.summary["bottleneck"]["direction"]
         .as_str()
         .unwrap_or("down");
-    let s: Vec<_> = samples.iter().filter(|s| s.dir == dir).collect();
+    let links = link_dirs(run)
+        .into_iter()
+        .map(|(name, d)| {
+            let samples = crate::bottleneck::read_samples(&d.join("bottleneck-samples.jsonl"))
+                .unwrap_or_default();
+            let s: Vec<_> = samples.iter().filter(|s| s.dir == dir).collect();
+            LinkSeries {
+                name,
+                queue: s
+                    .iter()
+                    .map(|s| (s.t_s, s.queue_bytes as f64 / 1e3))
+                    .collect(),
+                drops: s.iter().filter(|s| s.drops > 0).map(|s| s.t_s).collect(),
+            }
+        })
+        .collect();
     let flows = run.summary["repetitions"][0]["flows"]
         .as_array()
         .cloned()
@@ -177,11 +228,7 @@ fn run_series(run: &Run, title: String, colour: RGBColor) -> RunSeries {
     RunSeries {
         title,
         colour,
-        queue: s
-            .iter()
-            .map(|s| (s.t_s, s.queue_bytes as f64 / 1e3))
-            .collect(),
-        drops: s.iter().filter(|s| s.drops > 0).map(|s| s.t_s).collect(),
+        links,
         flows: flows
             .iter()
             .take(MAX_LINES)
@@ -381,20 +428,35 @@ impl Series {
             .collect()
     }
 
-    /// One panel of the bottleneck queue per run, with its drops marked.
+    /// One panel of the bottleneck queue per run and link (a run of
+    /// several links has one per link, titled with its name), with its
+    /// drops marked.
     pub fn queue_panels(&self) -> Vec<Panel> {
         self.rs
             .iter()
-            .map(|r| Panel {
-                title: r.title.clone(),
-                colour: r.colour,
-                traces: vec![Trace {
+            .flat_map(|r| {
+                r.links.iter().map(|l| Panel {
+                    title: if l.name.is_empty() {
+                        r.title.clone()
+                    } else {
+                        format!("{}: link {}", r.title, l.name)
+                    },
                     colour: r.colour,
-                    pts: r.queue.clone(),
-                }],
-                marks: r.drops.clone(),
+                    traces: vec![Trace {
+                        colour: r.colour,
+                        pts: l.queue.clone(),
+                    }],
+                    marks: l.drops.clone(),
+                })
             })
+            .take(MAX_PANELS)
             .collect()
+    }
+
+    /// Whether some run has several links (the queue figure then has a
+    /// panel per link).
+    pub fn multi_link(&self) -> bool {
+        self.rs.iter().any(|r| r.links.len() > 1)
     }
 }
 

@@ -222,7 +222,7 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
         figures,
         dir: out.clone(),
     };
-    crate::run::write_json_atomic(&out.join("claims.json"), &r)?;
+    crate::files::write_json_atomic(&out.join("claims.json"), &r)?;
     let md = writeup::markdown(&m, &r, &jobs_view(&jobs));
     let tmp = out.join(".REPRODUCTION.md.tmp");
     std::fs::write(&tmp, md)?;

@@ -9,10 +9,33 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::processes::Binaries;
-use super::RunError;
+use super::{RunConfig, RunError};
+use crate::link::Backend;
 use crate::netem::NetemLink;
 use crate::scenario::{Direction, FlowSpec, Scenario};
+
+/// `quic-server` and `quic-client`.
+pub(super) struct Binaries {
+    pub server: PathBuf,
+    pub client: PathBuf,
+}
+
+impl Binaries {
+    /// The programs in `cfg.bin_dir`; an error if one is missing where
+    /// the backend runs them.
+    pub(super) fn find(cfg: &RunConfig) -> Result<Binaries, RunError> {
+        let bins = Binaries {
+            server: cfg.bin_dir.join("quic-server"),
+            client: cfg.bin_dir.join("quic-client"),
+        };
+        for b in [&bins.server, &bins.client] {
+            if cfg.backend != Backend::Sim && !b.exists() {
+                return Err(RunError::MissingBinary(b.clone()));
+            }
+        }
+        Ok(bins)
+    }
+}
 
 /// A running server.
 pub(super) struct Server {

@@ -44,7 +44,6 @@ use crate::link::Backend;
 use crate::scenario::Scenario;
 
 pub use collect::{collect_rep, EndedFlow};
-pub(crate) use result_dir::write_json_atomic;
 pub use result_dir::{metadata, now_rfc3339, partial_dir};
 pub use results::{
     BottleneckResult, FlowResult, FlowSummary, LinkSummary, RepResult, RttMs, RunSummary,
@@ -121,7 +120,7 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
     if cfg.backend == Backend::Netem && sc.has_paths() {
         return Err(RunError::Unsupported(NETEM_PATHS.into()));
     }
-    let bins = processes::Binaries::find(cfg)?;
+    let bins = endpoints::Binaries::find(cfg)?;
     let work = result_dir::WorkDir::start(sc, cfg)?;
     let (reps, failure) = match cfg.backend {
         Backend::Sim => simulated::run_reps(sc, cfg, work.path()),

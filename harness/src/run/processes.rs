@@ -3,40 +3,16 @@
 //! start each client at its offset and wait for the flows, stop
 //! everything, and collect what the files say.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::collect::{rep_result, EndedFlow, RepEnd};
-use super::endpoints::{gather_qlogs, terminate, Client, Endpoints};
+use super::endpoints::{gather_qlogs, terminate, Binaries, Client, Endpoints};
 use super::rep_link::{stop_cross, PreparedLink};
 use super::results::RepResult;
 use super::{rep_seed, Reps, RunConfig, RunError};
-use crate::link::Backend;
 use crate::scenario::{FlowSpec, Scenario};
-
-/// `quic-server` and `quic-client`.
-pub(super) struct Binaries {
-    pub server: PathBuf,
-    pub client: PathBuf,
-}
-
-impl Binaries {
-    /// The programs in `cfg.bin_dir`; an error if one is missing where
-    /// the backend runs them.
-    pub(super) fn find(cfg: &RunConfig) -> Result<Binaries, RunError> {
-        let bins = Binaries {
-            server: cfg.bin_dir.join("quic-server"),
-            client: cfg.bin_dir.join("quic-client"),
-        };
-        for b in [&bins.server, &bins.client] {
-            if cfg.backend != Backend::Sim && !b.exists() {
-                return Err(RunError::MissingBinary(b.clone()));
-            }
-        }
-        Ok(bins)
-    }
-}
 
 /// Runs the repetitions one after the other, until one fails or the user
 /// stops the run.

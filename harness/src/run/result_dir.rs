@@ -1,21 +1,12 @@
 //! The result directory: where a run writes (`OUT.partial`, renamed to
-//! `OUT` at the end), its metadata and status, and the JSON writer every
-//! result file goes through.
+//! `OUT` at the end), its metadata and status.
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use super::{RunConfig, RunError, RunSummary};
+use crate::files::write_json_atomic;
 use crate::link::Backend;
 use crate::scenario::Scenario;
-
-/// Writes `v` as pretty JSON to `path` through a `.part` file.
-pub(crate) fn write_json_atomic(path: &Path, v: &impl Serialize) -> std::io::Result<()> {
-    let tmp = path.with_extension("json.part");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(v)?)?;
-    std::fs::rename(tmp, path)
-}
 
 /// The run's metadata.
 pub fn metadata(backend: Backend, started: &str) -> serde_json::Value {

@@ -7,9 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use super::collect::{rep_result, EndedFlow, RepEnd};
-use super::result_dir::write_json_atomic;
 use super::results::RepResult;
 use super::{rep_seed, Reps, RunConfig, RunError};
+use crate::files::write_json_atomic;
 use crate::scenario::Scenario;
 
 /// Simulates the repetitions, `cfg.threads` at a time (one per core by

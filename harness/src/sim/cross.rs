@@ -1,17 +1,15 @@
 //! Simulated cross traffic: the emulator's constant-bit-rate schedule,
 //! optionally on/off, each source its own traffic class after the flows.
 
-use super::world::World;
-use crate::emu::Packet;
 use crate::link::Dir;
 use crate::scenario::{self, Scenario};
-use link_model::topology::LinkSinks;
 
 /// A cross-traffic source: constant bit rate, optionally on/off.
 pub(super) struct CrossSource {
     spec: scenario::CrossSpec,
     gap_ns: f64,
     k: u64,
+    /// Bytes sent and received.
     pub(super) sent: u64,
     pub(super) received: u64,
     /// Whether the last datagram fell in an on period (for markers).
@@ -29,6 +27,47 @@ impl CrossSource {
             .map_or(end_ns, |d| (self.spec.start_ns + d).min(end_ns));
         (t < stop).then_some(t)
     }
+
+    /// Takes the next datagram if it is due by `now`: whether it falls in
+    /// an on period (and so is sent) and whether that changed since the
+    /// last one (a marker goes into every qlog).
+    pub(super) fn take_due(&mut self, now: u64, end_ns: u64) -> Option<Due> {
+        let t = self.next(end_ns).filter(|&t| t <= now)?;
+        self.k += 1;
+        let on = self.spec.is_on(t - self.spec.start_ns);
+        let turned = self.was_on != Some(on);
+        self.was_on = Some(on);
+        if on {
+            self.sent += self.spec.packet_size as u64;
+        }
+        Some(Due { on, turned })
+    }
+
+    /// The size of its datagrams, bytes.
+    pub(super) fn packet_size(&self) -> usize {
+        self.spec.packet_size as usize
+    }
+
+    /// Its rate while on, bit/s.
+    pub(super) fn rate_bps(&self) -> f64 {
+        self.spec.rate_bps
+    }
+
+    /// The way its datagrams go.
+    pub(super) fn dir(&self) -> Dir {
+        match self.spec.direction {
+            scenario::Direction::Upload => Dir::Up,
+            scenario::Direction::Download => Dir::Down,
+        }
+    }
+}
+
+/// A datagram of a source that has come due.
+pub(super) struct Due {
+    /// It falls in an on period: it is sent.
+    pub(super) on: bool,
+    /// The source turned on or off with it.
+    pub(super) turned: bool,
 }
 
 /// The scenario's sources with their starts in the repetition of `seed`.
@@ -44,57 +83,4 @@ pub(super) fn sources(sc: &Scenario, seed: u64) -> Vec<CrossSource> {
             spec: c,
         })
         .collect()
-}
-
-impl World {
-    /// Sends every cross datagram due by `now` (`end_ns`: the scenario's
-    /// end), with a marker in every qlog where a source turns on or off.
-    pub(super) fn send_cross(&mut self, now: u64, end_ns: u64, log: &mut dyn LinkSinks) {
-        let nflows = self.flows.len();
-        for j in 0..self.cross.len() {
-            while let Some(t) = self.cross[j].next(end_ns) {
-                if t > now {
-                    break;
-                }
-                let c = &mut self.cross[j];
-                c.k += 1;
-                let on = c.spec.is_on(t - c.spec.start_ns);
-                if c.was_on != Some(on) {
-                    c.was_on = Some(on);
-                    let marker = serde_json::json!({
-                        "type": if on { "cross_on" } else { "cross_off" },
-                        "source": j,
-                        "rate_bps": c.spec.rate_bps,
-                    });
-                    let now_i = self.at(now);
-                    self.marker(marker, now_i);
-                }
-                if on {
-                    self.cross_datagram(j, nflows + j, now, log);
-                }
-            }
-        }
-    }
-
-    /// One datagram of source `j` (traffic class `class`) onto the link.
-    fn cross_datagram(&mut self, j: usize, class: usize, now: u64, log: &mut dyn LinkSinks) {
-        let c = &mut self.cross[j];
-        let size = c.spec.packet_size as usize;
-        c.sent += size as u64;
-        let d = match c.spec.direction {
-            scenario::Direction::Upload => Dir::Up,
-            scenario::Direction::Download => Dir::Down,
-        };
-        let mut data = self.bufs.pool.pop().unwrap_or_default();
-        data.clear();
-        data.resize(size, 0);
-        let pkt = Packet {
-            data,
-            flow: class as u16,
-            class: class as u16,
-            arrival_ns: now,
-            hop: 0,
-        };
-        self.net.push(d, pkt, now, log);
-    }
 }

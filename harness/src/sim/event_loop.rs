@@ -196,3 +196,44 @@ impl World {
         self.bufs.pool.push(pkt.data);
     }
 }
+
+impl World {
+    /// Sends every cross datagram due by `now` (`end_ns`: the scenario's
+    /// end), with a marker in every qlog where a source turns on or off.
+    fn send_cross(&mut self, now: u64, end_ns: u64, log: &mut dyn LinkSinks) {
+        let nflows = self.flows.len();
+        for j in 0..self.cross.len() {
+            while let Some(due) = self.cross[j].take_due(now, end_ns) {
+                if due.turned {
+                    let marker = serde_json::json!({
+                        "type": if due.on { "cross_on" } else { "cross_off" },
+                        "source": j,
+                        "rate_bps": self.cross[j].rate_bps(),
+                    });
+                    let now_i = self.at(now);
+                    self.marker(marker, now_i);
+                }
+                if due.on {
+                    self.cross_datagram(j, nflows + j, now, log);
+                }
+            }
+        }
+    }
+
+    /// One datagram of source `j` (traffic class `class`) onto the link.
+    fn cross_datagram(&mut self, j: usize, class: usize, now: u64, log: &mut dyn LinkSinks) {
+        let c = &self.cross[j];
+        let (size, d) = (c.packet_size(), c.dir());
+        let mut data = self.bufs.pool.pop().unwrap_or_default();
+        data.clear();
+        data.resize(size, 0);
+        let pkt = Packet {
+            data,
+            flow: class as u16,
+            class: class as u16,
+            arrival_ns: now,
+            hop: 0,
+        };
+        self.net.push(d, pkt, now, log);
+    }
+}

@@ -27,6 +27,7 @@
 mod cross;
 mod endpoints;
 mod event_loop;
+mod flow;
 mod tls;
 mod world;
 
@@ -133,7 +134,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     quiche::sim::seed_rng(cfg.seed);
 
     let scenario_event = sc.qlog_event("sim", cfg.seed);
-    let flows = endpoints::flows(cfg, &scenario_event)?;
+    let flows = flow::flows(cfg, &scenario_event)?;
     let mut logs = LinkLogs::create(cfg.dir, &topo, |i| {
         cfg.per_packet_log
             .then(|| packet_log_header("sim", 0, 0, &topo.links[i].spec))

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use quic_app::{Next, QlogLevel};
 
 use super::cross::CrossSource;
-use super::endpoints::Flow;
+use super::flow::Flow;
 use super::SimConfig;
 use crate::emu::rng::Rng;
 use crate::emu::Packet;

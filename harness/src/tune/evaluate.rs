@@ -150,7 +150,7 @@ pub fn evaluate(
     rec.wall_s = started.elapsed().as_secs_f64();
     let path = record_path(work, key);
     std::fs::create_dir_all(path.parent().unwrap_or(work))?;
-    crate::run::write_json_atomic(&path, &rec)?;
+    crate::files::write_json_atomic(&path, &rec)?;
     Ok(rec)
 }
 

@@ -319,7 +319,7 @@ fn claim_work(cfg: &TuneConfig, work: &Path) -> Result<(), TuneError> {
         }
         return Ok(());
     }
-    crate::run::write_json_atomic(&path, &mine)?;
+    crate::files::write_json_atomic(&path, &mine)?;
     Ok(())
 }
 

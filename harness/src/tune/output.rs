@@ -111,7 +111,7 @@ pub fn write(r: &TuneResult, cfg: &TuneConfig, work: &Path, out: &Path) -> Resul
     let tmp = out.with_extension("toml.part");
     std::fs::write(&tmp, table(r).to_toml(&header))?;
     std::fs::rename(&tmp, out)?;
-    crate::run::write_json_atomic(&work.join("result.json"), r)?;
+    crate::files::write_json_atomic(&work.join("result.json"), r)?;
     // The plot needs a TrueType font; without one the table still stands.
     let svg = qlog_analysis::plot::ensure_font()
         .map_err(|e| e.to_string())

@@ -1,0 +1,162 @@
+//! What the emulator is given and what it gives back: its configuration,
+//! errors, live snapshot and final report (shared by [`super::runtime`],
+//! which starts it, and [`super::relay`], which runs it).
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::pipeline::Counters;
+use crate::link::LinkSpec;
+use link_model::topology::{Route as Path, Topology};
+
+/// Where clients send, and where their datagrams go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The emulator's listening address (port 0 picks one).
+    pub listen: SocketAddr,
+    /// The server behind it.
+    pub target: SocketAddr,
+}
+
+/// How to run the emulator.
+#[derive(Clone, Debug)]
+pub struct EmuConfig {
+    /// The link.
+    pub link: LinkSpec,
+    /// One or more routes; every flow of every route shares the bottleneck.
+    pub routes: Vec<Route>,
+    /// Packet size used to turn packet-count queue limits into bytes.
+    pub mtu: u64,
+    /// Where to write `bottleneck.bin` and `bottleneck-samples.jsonl`.
+    pub log_dir: Option<PathBuf>,
+    /// Write the per-packet log (`bottleneck.bin`) too, not only samples.
+    pub per_packet_log: bool,
+    /// How often to sample the bottleneck.
+    pub sample_interval: Duration,
+    /// Create the sockets in this network namespace (`/run/netns/NAME`).
+    pub netns: Option<String>,
+    /// The weight of each route's traffic class when a direction's
+    /// scheduler is `wfq` (route `i` has `class_weights[i]`; a route
+    /// without one gets the smallest weight). A scenario run has one route
+    /// per flow and then one per cross-traffic source.
+    pub class_weights: Vec<f64>,
+    /// Several links, with `paths[i]` the way route `i`'s traffic crosses
+    /// them (every link in order for a route without one); `None`: the one
+    /// `link`. Link 0 writes its files in `log_dir`, the others in
+    /// `log_dir/links/NAME/`.
+    pub topology: Option<(Topology, Vec<Path>)>,
+}
+
+impl EmuConfig {
+    /// One route on `link`, no logs.
+    pub fn new(link: LinkSpec, routes: Vec<Route>) -> EmuConfig {
+        EmuConfig {
+            link,
+            routes,
+            mtu: 1500,
+            log_dir: None,
+            per_packet_log: true,
+            sample_interval: Duration::from_millis(100),
+            netns: None,
+            class_weights: Vec::new(),
+            topology: None,
+        }
+    }
+}
+
+/// Why the emulator could not start or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// A socket could not be bound.
+    #[error("cannot bind the emulator's socket {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Entering the namespace failed.
+    #[error("cannot enter network namespace {name}: {source}")]
+    Netns {
+        /// Its name.
+        name: String,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A log file could not be written.
+    #[error("bottleneck log {path}: {source}")]
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Another I/O failure.
+    #[error("emulator: {0}")]
+    Io(#[from] io::Error),
+    /// No routes were given.
+    #[error("the emulator needs at least one route")]
+    NoRoutes,
+    /// The thread panicked.
+    #[error("the emulator thread panicked")]
+    Panicked,
+}
+
+impl From<crate::bottleneck::LogError> for EmuError {
+    fn from(e: crate::bottleneck::LogError) -> EmuError {
+        EmuError::Log {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
+/// How late packets left the emulator, relative to their delivery time.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Lateness {
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Maximum, µs.
+    pub max_us: f64,
+}
+
+/// The running state, for progress displays.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Snapshot {
+    /// Seconds since start.
+    pub t_s: f64,
+    /// Flows seen.
+    pub flows: usize,
+    /// Client to server.
+    pub up: Counters,
+    /// Server to client.
+    pub down: Counters,
+}
+
+/// What the emulator did, returned when it stops.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct EmuReport {
+    /// Run time, seconds.
+    pub duration_s: f64,
+    /// CPU time of the emulator thread, seconds.
+    pub cpu_s: f64,
+    /// Flows (client, route pairs) seen.
+    pub flows: usize,
+    /// Client to server.
+    pub up: Counters,
+    /// Server to client.
+    pub down: Counters,
+    /// Every link's name and counters (up, down); `up` and `down` above
+    /// are the first link's.
+    pub links: Vec<(String, [Counters; 2])>,
+    /// Hand-off delay after each packet's due time.
+    pub lateness: Lateness,
+    /// Datagrams the kernel refused to send (full buffer, no listener).
+    pub send_errors: u64,
+    /// Per-packet records written.
+    pub log_records: u64,
+}
