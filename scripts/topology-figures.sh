@@ -10,8 +10,12 @@
 #     queueing delay, against the sim-vs-emu goals (utilization within 3
 #     points, queueing delay within 20% or 2 ms, loss rate within 25% or
 #     0.2 points), and each flow's goodput.
+#  3. With NETEM=1: the same parking lot at 2 Mbit/s per link (a rate a
+#     one-CPU user-mode Linux guest keeps up with), NewReno, 15 s, on sim,
+#     emu and kernel netem (`cclab run --vm` where the host has no netem).
 # Env: CCS ("newreno cubic"), LOT_CCS ("newreno cubic"), REPS (3),
-# LOT_DURATION (30s), OUT (a temporary directory, removed unless set).
+# LOT_DURATION (30s), NETEM (unset), OUT (a temporary directory, removed
+# unless set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/stamp.sh
@@ -46,6 +50,24 @@ for cc in $LOT_CCS; do
             --duration "$LOT_DURATION" --no-packet-log --quiet --out "$d" >/dev/null
     done
 done
+if [ -n "${NETEM:-}" ]; then
+    sed -e 's/^rate = "10mbit"/rate = "2mbit"/' -e 's/^cc = ".*"/cc = "newreno"/' \
+        scenarios/parking-lot.toml >"$OUT/lot-2mbit.toml"
+    for link in sim emu netem; do
+        d="$OUT/lot-2mbit-$link"
+        [ -f "$d/summary.json" ] && continue
+        echo "topology-figures: parking lot at 2 Mbit/s, newreno, $link" >&2
+        vm=()
+        if [ $link = netem ] && ! ./target/release/cclab link probe --json 2>/dev/null | grep -q '"netem": true'; then
+            vm=(--vm)
+            # The guest writes its results under the host's /tmp only.
+            d=$(mktemp -u /tmp/cclab-topology-netem.XXXXXX)
+        fi
+        ./target/release/cclab run "$OUT/lot-2mbit.toml" --link "$link" "${vm[@]}" --repetitions "$REPS" \
+            --duration 15s --no-packet-log --quiet --out "$d" >/dev/null
+        [ "$d" = "$OUT/lot-2mbit-$link" ] || mv "$d" "$OUT/lot-2mbit-$link"
+    done
+fi
 python3 - "$OUT" "$CCS" "$LOT_CCS" "$REPS" "$LOT_DURATION" <<'PY'
 import json, os, sys
 out, ccs, lot_ccs, reps, lot_dur = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5]
@@ -88,4 +110,17 @@ for cc in lot_ccs:
     for i, (a, b) in enumerate(zip(s["flows"], e["flows"])):
         print(f"| {cc} | {i} | {paths[i] if i < len(paths) else '?'} | {a['goodput_bps'] / 1e6:.2f} Mbit/s | {b['goodput_bps'] / 1e6:.2f} Mbit/s |")
 print(f"\n{bad} link row(s) outside the goals.")
+if os.path.exists(os.path.join(out, "lot-2mbit-netem", "summary.json")):
+    print(f"\n**Parking lot at 2 Mbit/s per link on three backends** (NewReno, 15 s, {reps} repetitions; means)\n")
+    print("| backend | goodput long / short flows (Mbit/s) | utilization l1, l2, l3 | loss rate l1, l2, l3 | queueing delay l1, l2, l3 (ms) |")
+    print("|---|---|---|---|---|")
+    for link in ["sim", "emu", "netem"]:
+        s = load(f"lot-2mbit-{link}")
+        g = [f["goodput_bps"] / 1e6 for f in s["flows"]]
+        L = [s["links"][n] for n in sorted(s["links"])]
+        short = ", ".join("%.2f" % x for x in g[1:])
+        util = ", ".join("%.1f%%" % (l["utilization"] * 100) for l in L)
+        loss = ", ".join("%.2f%%" % ((l.get("loss_rate") or 0) * 100) for l in L)
+        queue = ", ".join("%.1f" % l["queue_delay_ms_mean"] for l in L)
+        print(f"| {link} | {g[0]:.2f} / {short} | {util} | {loss} | {queue} |")
 PY

@@ -12,6 +12,7 @@ pub mod cross;
 pub mod emu;
 mod files;
 pub mod netem;
+pub mod netem_paths;
 pub mod netns;
 pub mod probe;
 pub mod report;

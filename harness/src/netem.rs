@@ -446,6 +446,48 @@ fn leaf_qdisc(d: &DirectionSpec, limit: u64, mtu: u64, rate: &str) -> Vec<String
     out
 }
 
+/// Whether the kernel can emulate `link` (`caps` from [`probe`]; with
+/// `impairments = false` only its shapers are needed): its scheduler,
+/// traces, and every qdisc it needs.
+pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(), NetemError> {
+    if let Some(e) = unsupported_sched(link) {
+        return Err(e);
+    }
+    for dir in [Dir::Up, Dir::Down] {
+        let d = link.dir(dir);
+        if d.trace.is_some() {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.trace: mahimahi traces are emulated only by the userspace emulator"
+            )));
+        }
+        let missing = |q: &str| NetemError::MissingQdisc { qdisc: q.into() };
+        if impairments && needs_netem(d) && !caps.netem {
+            return Err(missing("netem"));
+        }
+        // The segmenter under netem.
+        if impairments && needs_netem(d) && !caps.tbf {
+            return Err(missing("tbf"));
+        }
+        match d.aqm {
+            Aqm::Red(_) if !caps.red => return Err(missing("red")),
+            Aqm::CoDel(_) if d.sched == Sched::Fq && !caps.fq_codel => {
+                return Err(missing("fq_codel"))
+            }
+            Aqm::CoDel(_) if !caps.codel => return Err(missing("codel")),
+            Aqm::Pie(p) if p.max_burst_ns != crate::link::PieParams::LINUX_MAX_BURST_NS => {
+                return Err(NetemError::Unsupported(format!(
+                    "link.{dir}.aqm: pie max_burst={} cannot be set on the kernel's pie (fixed at {})",
+                    format_duration_ns(p.max_burst_ns),
+                    format_duration_ns(crate::link::PieParams::LINUX_MAX_BURST_NS)
+                )))
+            }
+            Aqm::Pie(_) if !caps.pie => return Err(missing("pie")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Where each direction's qdiscs go in a topology: (endpoint ns, endpoint
 /// dev) for netem, router dev for the shaper.
 fn placement(t: &Topology, dir: Dir) -> (&str, &'static str, &'static str) {
@@ -560,41 +602,7 @@ impl NetemLink {
         mtu: u64,
         impairments: bool,
     ) -> Result<NetemLink, NetemError> {
-        if let Some(e) = unsupported_sched(link) {
-            return Err(e);
-        }
-        for dir in [Dir::Up, Dir::Down] {
-            let d = link.dir(dir);
-            if d.trace.is_some() {
-                return Err(NetemError::Unsupported(format!(
-                    "link.{dir}.trace: mahimahi traces are emulated only by the userspace emulator"
-                )));
-            }
-            let missing = |q: &str| NetemError::MissingQdisc { qdisc: q.into() };
-            if impairments && needs_netem(d) && !caps.netem {
-                return Err(missing("netem"));
-            }
-            // The segmenter under netem.
-            if impairments && needs_netem(d) && !caps.tbf {
-                return Err(missing("tbf"));
-            }
-            match d.aqm {
-                Aqm::Red(_) if !caps.red => return Err(missing("red")),
-                Aqm::CoDel(_) if d.sched == Sched::Fq && !caps.fq_codel => {
-                    return Err(missing("fq_codel"))
-                }
-                Aqm::CoDel(_) if !caps.codel => return Err(missing("codel")),
-                Aqm::Pie(p) if p.max_burst_ns != crate::link::PieParams::LINUX_MAX_BURST_NS => {
-                    return Err(NetemError::Unsupported(format!(
-                        "link.{dir}.aqm: pie max_burst={} cannot be set on the kernel's pie (fixed at {})",
-                        format_duration_ns(p.max_burst_ns),
-                        format_duration_ns(crate::link::PieParams::LINUX_MAX_BURST_NS)
-                    )))
-                }
-                Aqm::Pie(_) if !caps.pie => return Err(missing("pie")),
-                _ => {}
-            }
-        }
+        check_link(link, caps, impairments)?;
         let topology = Topology::create(true)?;
         let mut commands = Vec::new();
         for dir in [Dir::Up, Dir::Down] {
@@ -716,6 +724,19 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// A sampler whose thread `handle` runs until `stop` is set.
+    pub(crate) fn from_thread(
+        stop: Arc<AtomicBool>,
+        handle: std::thread::JoinHandle<std::io::Result<()>>,
+        path: PathBuf,
+    ) -> Sampler {
+        Sampler {
+            stop,
+            handle: Some(handle),
+            path,
+        }
+    }
+
     /// Stops sampling and finishes the file.
     pub fn stop(mut self) -> std::io::Result<()> {
         self.stop.store(true, Ordering::SeqCst);

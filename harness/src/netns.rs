@@ -221,7 +221,7 @@ pub fn gso_max_segs(ns: &str, dev: &str) -> Result<u64, NetnsError> {
 }
 
 /// The MAC address of `dev` in `ns`.
-fn mac_address(ns: &str, dev: &str) -> Result<String, NetnsError> {
+pub(crate) fn mac_address(ns: &str, dev: &str) -> Result<String, NetnsError> {
     let out = run("ip", &["-n", ns, "-j", "link", "show", "dev", dev])?;
     parse_mac(&out).ok_or_else(|| NetnsError::Command {
         command: format!("ip -n {ns} -j link show dev {dev}"),
@@ -241,6 +241,12 @@ fn parse_gso_max_segs(json: &str) -> Option<u64> {
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh id for a set of namespaces: `cclab-<pid>-<n>`.
+pub(crate) fn new_id() -> String {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    format!("{PREFIX}{}-{n}", std::process::id())
+}
 
 /// Moves the calling thread (only it) into network namespace `name`, so
 /// the sockets it creates from then on live there.
@@ -279,8 +285,7 @@ impl Topology {
             return Err(NetnsError::NotRoot);
         }
         cleanup(true)?;
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let id = format!("{PREFIX}{}-{n}", std::process::id());
+        let id = new_id();
         let t = Topology {
             client: format!("{id}-c"),
             router: format!("{id}-r"),

@@ -112,6 +112,91 @@ fn a_quic_flow_runs_end_to_end_on_netem() {
 
 #[test]
 #[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
+fn flows_take_their_own_paths_through_a_chain_of_kernel_links() {
+    require_netem();
+    // Two 2 Mbit/s links of 10 ms each way (a rate a one-CPU guest keeps
+    // up with): a long flow across both, a short flow on each, the first
+    // of them with a 50 ms RTT of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lot.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "netem-lot"
+duration = "8s"
+[link]
+rate = "2mbit"
+delay = "10ms"
+queue = "1bdp"
+[topology]
+parking_lot = 2
+[[flows]]
+cc = "newreno"
+path = ["l1", "l2"]
+[[flows]]
+cc = "newreno"
+path = "l1"
+rtt = "50ms"
+[[flows]]
+cc = "newreno"
+path = "l2"
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = cclab()
+        .args([
+            "run",
+            "--link",
+            "netem",
+            "--qlog-level",
+            "metrics",
+            "--quiet",
+        ])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cclab run --link netem: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["link"]["backend"], "netem");
+    // Each flow's shortest round trip is its own path's: the long flow
+    // crossed both links, the second flow its access delay too.
+    let min_rtt = |k: usize| s["flows"][k]["rtt_ms"]["min"].as_f64().unwrap();
+    assert!(
+        (40.0..48.0).contains(&min_rtt(0)),
+        "long flow {}",
+        min_rtt(0)
+    );
+    assert!((50.0..58.0).contains(&min_rtt(1)), "flow 1 {}", min_rtt(1));
+    assert!((20.0..28.0).contains(&min_rtt(2)), "flow 2 {}", min_rtt(2));
+    for (k, want) in [(0, 40.0), (1, 50.0), (2, 20.0)] {
+        assert_eq!(s["flows"][k]["base_rtt_ms"].as_f64(), Some(want));
+    }
+    // Every link was loaded, and measured from its own qdiscs.
+    for (name, flows) in [("l1", [0, 1]), ("l2", [0, 2])] {
+        let l = &s["links"][name];
+        let u = l["utilization"].as_f64().unwrap();
+        assert!(u > 0.6, "{name}: utilization {u}");
+        assert_eq!(l["flows"], serde_json::json!(flows), "{name}");
+    }
+    assert!(out.join("rep-1/links/l2/bottleneck-samples.jsonl").exists());
+    let cmds = std::fs::read_to_string(out.join("rep-1/netns-commands.txt")).unwrap();
+    assert!(
+        cmds.contains(" netem delay 15000us "),
+        "access delay: {cmds}"
+    );
+    assert!(ours().is_empty(), "namespaces left: {:?}", ours());
+}
+
+#[test]
+#[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
 fn the_probe_sees_the_configured_rate_and_delay() {
     require_netem();
     let l = link(&[("rate", "10mbit"), ("rtt", "40ms"), ("queue", "1bdp")]);

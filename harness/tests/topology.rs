@@ -289,18 +289,6 @@ fn the_emulator_runs_a_parking_lot_with_a_log_per_link() {
     }
     assert!(out.join("rep-1/links/l2/bottleneck-samples.jsonl").exists());
     assert!((f64_at(&s, "/flows/0/base_rtt_ms") - 60.0).abs() < 1.0);
-    // netem has no multi-link runs yet: refused before anything starts.
-    let o = cclab()
-        .arg("run")
-        .arg(&file)
-        .args(["--link", "netem", "--quiet", "--out"])
-        .arg(dir.path().join("n"))
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("netem"), "{err}");
-    assert!(!dir.path().join("n/summary.json").exists());
 }
 
 fn scenarios_dir() -> PathBuf {
@@ -367,4 +355,22 @@ fn link_show_draws_a_scenario_and_refuses_mixing_it_with_link_flags() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not both"));
+}
+
+#[test]
+fn netem_builds_chains_and_refuses_paths_that_fold_back() {
+    // The parking lot is a chain of routers; kernel runs of it are in
+    // tests/netem_kernel.rs (they need sch_netem).
+    let lot = Scenario::parse(&parking_lot("netem", "5s"), "lot.toml", Path::new(".")).unwrap();
+    harness::netem_paths::check(&lot.topology(), &lot.routes()).unwrap();
+    // One flow crosses a then b, the other b then a: a chain of
+    // namespaces cannot hold both.
+    let fold = Scenario::parse(
+        "[link]\nrate = \"5mbit\"\n[[links]]\nname = \"a\"\n[[links]]\nname = \"b\"\n[[flows]]\ncc = \"newreno\"\npath = [\"a\", \"b\"]\n[[flows]]\ncc = \"newreno\"\npath = [\"b\", \"a\"]\n",
+        "fold.toml",
+        Path::new("."),
+    )
+    .unwrap();
+    let e = harness::netem_paths::check(&fold.topology(), &fold.routes()).unwrap_err();
+    assert!(e.to_string().contains("--link emu"), "{e}");
 }

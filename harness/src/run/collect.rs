@@ -121,10 +121,12 @@ fn add_paths(
         return;
     }
     let flows = sc.rep_flows(r.seed);
-    for (i, (name, counters)) in links.iter().enumerate() {
+    for (i, link) in topo.links.iter().enumerate() {
+        // emu and sim count every link; netem's figures come from samples.
+        let counters = links.iter().find(|(n, _)| *n == link.name).map(|(_, c)| c);
         let samples = bottleneck::link_dir(dir, &topo, i).join("bottleneck-samples.jsonl");
-        let rate = topo.links[i].spec.down.rate_bps;
-        let b = bottleneck_result(&flows, &samples, Some(counters), active_s, rate);
+        let rate = link.spec.down.rate_bps;
+        let b = bottleneck_result(&flows, &samples, counters, active_s, rate);
         let crossing: Vec<usize> = (0..flows.len())
             .filter(|&k| routes[k].links.contains(&i))
             .collect();
@@ -135,7 +137,7 @@ fn add_paths(
             .map(|f| f.goodput_bps)
             .collect();
         r.links.insert(
-            name.clone(),
+            link.name.clone(),
             LinkResult {
                 link: b,
                 jain_fairness: qlog_analysis::summary::jain(&g),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::{RunConfig, RunError};
 use crate::link::Backend;
-use crate::netem::NetemLink;
+use crate::netem_paths::Place;
 use crate::scenario::{Direction, FlowSpec, Scenario};
 
 /// `quic-server` and `quic-client`.
@@ -56,9 +56,8 @@ pub(super) struct Client {
 /// and what both ends' qlogs record.
 pub(super) struct Endpoints<'a> {
     bins: &'a Binaries,
-    server_ns: Option<String>,
-    client_ns: Option<String>,
-    listen: String,
+    /// On netem, where each flow's client and server run.
+    places: Option<Vec<Place>>,
     qlog_level: quic_app::QlogLevel,
     /// `qlog-scenario.json`: what both ends' qlogs say the run was taken
     /// under.
@@ -66,11 +65,11 @@ pub(super) struct Endpoints<'a> {
 }
 
 impl<'a> Endpoints<'a> {
-    /// Places the endpoints (in `netem`'s namespaces if there is one) and
-    /// writes the repetition's `qlog-scenario.json`.
+    /// Places the endpoints (in netem's namespaces, `places`, if there are
+    /// any) and writes the repetition's `qlog-scenario.json`.
     pub(super) fn prepare(
         bins: &'a Binaries,
-        netem: Option<&NetemLink>,
+        places: Option<Vec<Place>>,
         qlog_level: quic_app::QlogLevel,
         event: &serde_json::Value,
         dir: &Path,
@@ -82,12 +81,7 @@ impl<'a> Endpoints<'a> {
         )?;
         Ok(Endpoints {
             bins,
-            server_ns: netem.map(|n| n.topology.server.clone()),
-            client_ns: netem.map(|n| n.topology.client.clone()),
-            listen: match netem {
-                Some(_) => format!("{}:0", crate::netns::SERVER_IP),
-                None => "127.0.0.1:0".to_string(),
-            },
+            places,
             qlog_level,
             event_file,
         })
@@ -106,6 +100,7 @@ impl<'a> Endpoints<'a> {
         let mut servers = Vec::new();
         for (i, (_, f)) in flows.iter().enumerate() {
             servers.push(self.spawn_server(
+                i,
                 f.server_cc(),
                 f.mtu,
                 &f.transport,
@@ -124,6 +119,7 @@ impl<'a> Endpoints<'a> {
 
     fn spawn_server(
         &self,
+        i: usize,
         cc: &str,
         mtu: Option<u16>,
         transport: &quic_app::transport::Transport,
@@ -131,10 +127,15 @@ impl<'a> Endpoints<'a> {
     ) -> Result<Server, RunError> {
         let bin = &self.bins.server;
         std::fs::create_dir_all(qlog_dir)?;
-        let mut cmd = self.command(self.server_ns.as_deref(), bin);
+        let place = self.places.as_ref().map(|p| &p[i]);
+        let listen = match place {
+            Some(p) => format!("{}:0", p.server_ip),
+            None => "127.0.0.1:0".to_string(),
+        };
+        let mut cmd = self.command(place.map(|p| p.server_ns.as_str()), bin);
         cmd.args([
             "--listen",
-            self.listen.as_str(),
+            listen.as_str(),
             "--cc",
             cc,
             "--quiet",
@@ -172,7 +173,8 @@ impl<'a> Endpoints<'a> {
         let fdir = dir.join(format!("flow-{i}"));
         std::fs::create_dir_all(&fdir)?;
         let run_ns = f.run_ns(sc.duration_ns);
-        let mut cmd = self.command(self.client_ns.as_deref(), &self.bins.client);
+        let ns = self.places.as_ref().map(|p| p[i].client_ns.as_str());
+        let mut cmd = self.command(ns, &self.bins.client);
         cmd.arg(format!("https://{addr}{}", f.request_path()));
         if f.direction == Direction::Upload {
             cmd.args(["--upload", &f.bytes().to_string(), "--cc", &f.cc]);

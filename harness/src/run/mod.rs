@@ -117,8 +117,12 @@ type Reps = (Vec<RepResult>, Option<RunError>);
 
 /// Runs a scenario; returns its summary (also written to `OUT/summary.json`).
 pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
+    if cfg.backend == Backend::Netem && !sc.cross.is_empty() {
+        return Err(RunError::Unsupported(NETEM_CROSS.into()));
+    }
     if cfg.backend == Backend::Netem && sc.has_paths() {
-        return Err(RunError::Unsupported(NETEM_PATHS.into()));
+        let nflows = sc.expanded_flows().len();
+        crate::netem_paths::check(&sc.topology(), &sc.routes()[..nflows])?;
     }
     let bins = endpoints::Binaries::find(cfg)?;
     let work = result_dir::WorkDir::start(sc, cfg)?;
@@ -139,8 +143,8 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
     }
 }
 
-/// Why netem refuses several links or per-flow paths.
-pub const NETEM_PATHS: &str = "the netem backend runs one link shared by every flow: a scenario with several links ([[links]], [topology]) or a flow with its own rtt or path runs on --link emu or --link sim (a chain of namespaces for netem is not built yet)";
+/// Why netem refuses cross traffic.
+pub const NETEM_CROSS: &str = "cross traffic ([[cross]]) runs through the userspace emulator, and the netem backend has none: run it on --link emu or --link sim";
 
 /// Repetition `rep`'s seed: the link's, and every random choice of the
 /// repetition's (start jitter, the simulator's quiche).

@@ -56,7 +56,7 @@ fn run_rep(
     let flows = sc.rep_flows(seed);
     let link = PreparedLink::prepare(sc, cfg, seed, dir)?;
     let event = sc.qlog_event(cfg.backend.as_str(), seed);
-    let ends = Endpoints::prepare(bins, link.netem(), cfg.qlog_level, &event, dir)?;
+    let ends = Endpoints::prepare(bins, link.places(flows.len()), cfg.qlog_level, &event, dir)?;
     let mut servers = ends.start_servers(&flows, dir)?;
     let mut link = link.start(sc, cfg, &servers, dir)?;
     let t0 = Instant::now();

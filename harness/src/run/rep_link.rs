@@ -15,18 +15,22 @@ use crate::cross::{self, Cross};
 use crate::emu::{EmuConfig, EmuReport, Emulator, Route};
 use crate::link::{Backend, LinkSpec};
 use crate::netem::NetemLink;
+use crate::netem_paths::{NetemPaths, Place};
 use crate::scenario::Scenario;
 
 /// The link before the servers start: the repetition's link description,
-/// and on netem the namespaces with their qdiscs.
+/// and on netem the namespaces with their qdiscs (one link, or
+/// [`NetemPaths`] for several links or per-flow paths).
 pub(super) struct PreparedLink {
     spec: LinkSpec,
     netem: Option<Arc<NetemLink>>,
+    paths: Option<Arc<NetemPaths>>,
 }
 
 /// The link while the flows run.
 pub(super) struct RepLink {
     netem: Option<Arc<NetemLink>>,
+    paths: Option<Arc<NetemPaths>>,
     emu: Option<Emulator>,
     sampler: Option<crate::netem::Sampler>,
     /// Where the emulator's cross-traffic routes lead (emu only).
@@ -44,16 +48,21 @@ impl PreparedLink {
     ) -> Result<PreparedLink, RunError> {
         let mut spec = sc.link.clone();
         spec.seed = seed;
-        let netem = match cfg.backend {
-            Backend::Netem => Some(Arc::new(NetemLink::setup(
-                &spec,
+        let (mut netem, mut paths) = (None, None);
+        if cfg.backend == Backend::Netem && sc.has_paths() {
+            let nflows = sc.expanded_flows().len();
+            let n = NetemPaths::setup(
+                &sc.topology().with_seed(seed),
+                &sc.routes()[..nflows],
                 &crate::netem::probe(),
                 1500,
-                true,
-            )?)),
-            _ => None,
-        };
-        if let Some(n) = &netem {
+            )?;
+            // Every `ip` and `tc` command that built it, one per line.
+            let lines: Vec<String> = n.commands.iter().map(|c| c.join(" ") + "\n").collect();
+            std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
+            paths = Some(Arc::new(n));
+        } else if cfg.backend == Backend::Netem {
+            let n = NetemLink::setup(&spec, &crate::netem::probe(), 1500, true)?;
             // The link as the kernel was told it: one `tc` line per command.
             let lines: Vec<String> = n
                 .commands
@@ -61,13 +70,27 @@ impl PreparedLink {
                 .map(|c| format!("tc {}\n", c.join(" ")))
                 .collect();
             std::fs::write(dir.join("tc-commands.txt"), lines.concat())?;
+            netem = Some(Arc::new(n));
         }
-        Ok(PreparedLink { spec, netem })
+        Ok(PreparedLink { spec, netem, paths })
     }
 
-    /// The netem link, where the endpoints run.
-    pub(super) fn netem(&self) -> Option<&NetemLink> {
-        self.netem.as_deref()
+    /// On netem, where each of the `nflows` flows' endpoints run.
+    pub(super) fn places(&self, nflows: usize) -> Option<Vec<Place>> {
+        if let Some(p) = &self.paths {
+            return Some(p.flows.clone());
+        }
+        self.netem.as_ref().map(|n| {
+            let t = &n.topology;
+            vec![
+                Place {
+                    client_ns: t.client.clone(),
+                    server_ns: t.server.clone(),
+                    server_ip: crate::netns::SERVER_IP,
+                };
+                nflows
+            ]
+        })
     }
 
     /// Starts what carries the flows to `servers`: on netem the bottleneck
@@ -85,8 +108,25 @@ impl PreparedLink {
             let sampler = n.start_sampler(Duration::from_millis(20), &samples)?;
             return Ok(RepLink {
                 netem: self.netem,
+                paths: None,
                 emu: None,
                 sampler: Some(sampler),
+                cross_targets: Vec::new(),
+            });
+        }
+        if let Some(p) = &self.paths {
+            let files: Vec<_> = (0..p.topology.links.len())
+                .map(|i| {
+                    crate::bottleneck::link_dir(dir, &p.topology, i)
+                        .join("bottleneck-samples.jsonl")
+                })
+                .collect();
+            let sampler = p.start_sampler(Duration::from_millis(20), &files)?.pop();
+            return Ok(RepLink {
+                netem: None,
+                paths: self.paths,
+                emu: None,
+                sampler,
                 cross_targets: Vec::new(),
             });
         }
@@ -108,6 +148,7 @@ impl PreparedLink {
         }
         Ok(RepLink {
             netem: None,
+            paths: None,
             emu: Some(Emulator::start(ec)?),
             sampler: None,
             cross_targets,
@@ -164,6 +205,7 @@ impl RepLink {
             s.stop()?;
         }
         drop(self.netem);
+        drop(self.paths);
         Ok(emu_report)
     }
 }

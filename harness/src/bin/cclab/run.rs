@@ -80,12 +80,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     let sc = build_scenario(&a);
     let backend = match sc.link.backend {
-        // netem runs one link; `auto` picks emu for anything more.
-        harness::link::Backend::Auto if sc.has_paths() => harness::link::Backend::Emu,
+        // Cross traffic runs through the emulator: `auto` picks it.
+        harness::link::Backend::Auto if !sc.cross.is_empty() => harness::link::Backend::Emu,
         _ => resolve_backend(&sc.link),
     };
+    if backend == harness::link::Backend::Netem && !sc.cross.is_empty() {
+        bad_input(harness::run::NETEM_CROSS);
+    }
     if backend == harness::link::Backend::Netem && sc.has_paths() {
-        bad_input(harness::run::NETEM_PATHS);
+        let nflows = sc.expanded_flows().len();
+        if let Err(e) = harness::netem_paths::check(&sc.topology(), &sc.routes()[..nflows]) {
+            bad_input(e);
+        }
     }
     let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));
     refuse_complete(&out);

@@ -61,8 +61,8 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
         });
     }
     let backend = match sw.base.link.backend {
-        // netem runs one link; `auto` picks emu for anything more.
-        Backend::Auto if sw.base.has_paths() => Backend::Emu,
+        // Cross traffic runs through the emulator: `auto` picks it.
+        Backend::Auto if !sw.base.cross.is_empty() => Backend::Emu,
         _ => resolve_backend(&sw.base.link),
     };
     let jobs = jobs(a.jobs, backend);

@@ -1,0 +1,619 @@
+//! Kernel links for scenarios with several links or per-flow paths: every
+//! link of a [`Topology`] is a namespace of its own between two router
+//! namespaces, every flow's client and server a namespace of their own
+//! attached where its path begins and ends, and static routes per flow
+//! steer its packets along its path.
+//!
+//! ```text
+//!  client k ── R(a) ══ x_i ══ R(b) ── ... ── R(z) ── server k
+//!   (access     │ netem up      │ netem down
+//!    netem)     └ shaper down ┘ └ shaper up (on x_i's devices)
+//! ```
+//!
+//! Each link keeps the layout of the single-link netem backend
+//! ([`crate::netem::NetemLink`]): impairments (netem, with the segmenter
+//! under it) on the egress of the sending side, the shaper with its queue
+//! and AQM on the link namespace's egress towards the receiving side. The
+//! routers are the links' ends joined where some path goes from one link
+//! into the next; a path that would come back to a router it left (a link
+//! whose two ends are joined) cannot be built this way and is refused with
+//! the link named. A flow's own `rtt` is a pure netem delay on both ends of
+//! its client's veth. Cross traffic does not run on netem.
+//!
+//! Addresses: veth pair `p` is 10.(210 + p / 256).(p % 256).0/24, .1 on
+//! its first end and .2 on its second. Namespace names carry the run's id
+//! (`cclab-<pid>-<n>-r0`, `-x1`, `-c0`, `-s0`), so [`netns::cleanup`]
+//! finds what a killed run left.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::bottleneck::{Sample, SampleWriter};
+use crate::link::Dir;
+use crate::netem::{
+    check_link, needs_netem, netem_args, segmenter_args, shaper_args, Caps, NetemError, Sampler,
+    TcBatch,
+};
+use crate::netns::{self, NetnsError};
+use link_model::topology::{Route, Topology};
+
+/// Where one flow's endpoints run.
+#[derive(Clone, Debug)]
+pub struct Place {
+    /// The client's namespace.
+    pub client_ns: String,
+    /// The server's namespace.
+    pub server_ns: String,
+    /// The server's address.
+    pub server_ip: Ipv4Addr,
+}
+
+/// Where one link's qdiscs are, per direction (up, down): (namespace,
+/// device).
+#[derive(Clone, Debug)]
+struct LinkPlace {
+    netem: [(String, String); 2],
+    shaper: [(String, String); 2],
+}
+
+/// The namespaces, veths, routes and qdiscs of a topology; removed on
+/// drop.
+pub struct NetemPaths {
+    /// Per flow, where its endpoints run.
+    pub flows: Vec<Place>,
+    /// The links (with this repetition's seeds).
+    pub topology: Topology,
+    links: Vec<LinkPlace>,
+    namespaces: Vec<String>,
+    /// Every `ip` and `tc` command that built it, for the run's records.
+    pub commands: Vec<Vec<String>>,
+    removed: bool,
+}
+
+/// One end of a veth pair: namespace, device, address.
+struct End<'a> {
+    ns: &'a str,
+    dev: String,
+    ip: Ipv4Addr,
+}
+
+fn pair_ip(p: usize, host: u8) -> Ipv4Addr {
+    Ipv4Addr::new(10, 210 + (p / 256) as u8, (p % 256) as u8, host)
+}
+
+/// Union-find over the links' ends (2i: client side of link i, 2i + 1:
+/// server side).
+fn find(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
+}
+
+/// The router of each link end: ends joined where a path goes from one
+/// link into the next. Refuses a link whose two ends become one router,
+/// and a flow whose path begins and ends at one router.
+fn routers(topo: &Topology, routes: &[Route]) -> Result<Vec<usize>, NetemError> {
+    let n = topo.links.len();
+    let mut parent: Vec<usize> = (0..2 * n).collect();
+    for r in routes {
+        for w in r.links.windows(2) {
+            let (x, y) = (find(&mut parent, 2 * w[0] + 1), find(&mut parent, 2 * w[1]));
+            parent[x] = y;
+        }
+    }
+    let root: Vec<usize> = (0..2 * n).map(|e| find(&mut parent, e)).collect();
+    for (i, l) in topo.links.iter().enumerate() {
+        if root[2 * i] == root[2 * i + 1] {
+            return Err(NetemError::Unsupported(format!(
+                "links: the flows' paths join both ends of link `{}` into one router, which the netem backend's chain of namespaces cannot build",
+                l.name
+            )));
+        }
+    }
+    for (k, r) in routes.iter().enumerate() {
+        if let (Some(&f), Some(&l)) = (r.links.first(), r.links.last()) {
+            if root[2 * f] == root[2 * l + 1] {
+                return Err(NetemError::Unsupported(format!(
+                    "flows[{k}].path: it begins and ends at one router of the netem backend's chain of namespaces"
+                )));
+            }
+        }
+    }
+    // Number the routers densely, in order of first appearance.
+    let mut ids: HashMap<usize, usize> = HashMap::new();
+    Ok(root
+        .iter()
+        .map(|r| {
+            let next = ids.len();
+            *ids.entry(*r).or_insert(next)
+        })
+        .collect())
+}
+
+/// Whether the netem backend can build `topo` with these flow routes (a
+/// chain of namespaces cannot join a link's two ends): checked before a
+/// run starts.
+pub fn check(topo: &Topology, routes: &[Route]) -> Result<(), NetemError> {
+    routers(topo, routes).map(|_| ())
+}
+
+impl NetemPaths {
+    /// Builds `topo` (seeded for the repetition) with `routes[k]` for flow
+    /// `k`, after checking every link against `caps`.
+    pub fn setup(
+        topo: &Topology,
+        routes: &[Route],
+        caps: &Caps,
+        mtu: u64,
+    ) -> Result<NetemPaths, NetemError> {
+        for l in &topo.links {
+            check_link(&l.spec, caps, true).map_err(|e| match e {
+                NetemError::Unsupported(m) => {
+                    NetemError::Unsupported(format!("link `{}`: {m}", l.name))
+                }
+                e => e,
+            })?;
+        }
+        if routes.iter().any(|r| r.access_ns > 0) && !caps.netem {
+            return Err(NetemError::MissingQdisc {
+                qdisc: "netem".into(),
+            });
+        }
+        let router_of = routers(topo, routes)?;
+        if !netns::is_root() {
+            return Err(NetnsError::NotRoot.into());
+        }
+        netns::cleanup(true)?;
+        let id = netns::new_id();
+        let nrouters = router_of.iter().max().map_or(0, |m| m + 1);
+        let mut me = NetemPaths {
+            flows: Vec::new(),
+            topology: topo.clone(),
+            links: Vec::new(),
+            namespaces: Vec::new(),
+            commands: Vec::new(),
+            removed: false,
+        };
+        let router_ns: Vec<String> = (0..nrouters).map(|j| format!("{id}-r{j}")).collect();
+        let link_ns: Vec<String> = (0..topo.links.len())
+            .map(|i| format!("{id}-x{i}"))
+            .collect();
+        let client_ns: Vec<String> = (0..routes.len()).map(|k| format!("{id}-c{k}")).collect();
+        let server_ns: Vec<String> = (0..routes.len()).map(|k| format!("{id}-s{k}")).collect();
+        for ns in router_ns
+            .iter()
+            .chain(&link_ns)
+            .chain(&client_ns)
+            .chain(&server_ns)
+        {
+            netns::validate_name(ns)?;
+            me.ip(&["netns", "add", ns])?;
+            me.namespaces.push(ns.clone());
+            me.ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        let mut pairs = 0usize;
+        // Each link: router(a) ── x_i ── router(b); `a_ip[i]`, `b_ip[i]`:
+        // the link namespace's own addresses on its two sides, and
+        // `ra_ip[i]`, `rb_ip[i]` the routers' addresses facing it.
+        let (mut a_ip, mut b_ip, mut ra_ip, mut rb_ip) = (vec![], vec![], vec![], vec![]);
+        for (i, x) in link_ns.iter().enumerate() {
+            let (ra, rb) = (
+                &router_ns[router_of[2 * i]],
+                &router_ns[router_of[2 * i + 1]],
+            );
+            for (side, r) in [("xa", ra), ("xb", rb)] {
+                let (p, q) = me.veth(
+                    End {
+                        ns: r,
+                        dev: format!("x{i}"),
+                        ip: pair_ip(pairs, 1),
+                    },
+                    End {
+                        ns: x,
+                        dev: side.into(),
+                        ip: pair_ip(pairs, 2),
+                    },
+                )?;
+                pairs += 1;
+                if side == "xa" {
+                    ra_ip.push(p);
+                    a_ip.push(q);
+                } else {
+                    rb_ip.push(p);
+                    b_ip.push(q);
+                }
+            }
+            me.links.push(LinkPlace {
+                netem: [(ra.clone(), format!("x{i}")), (rb.clone(), format!("x{i}"))],
+                shaper: [(x.clone(), "xb".into()), (x.clone(), "xa".into())],
+            });
+        }
+        for (k, r) in routes.iter().enumerate() {
+            let (first, last) = (r.links[0], *r.links.last().expect("a route has a link"));
+            let entry = &router_ns[router_of[2 * first]];
+            let exit = &router_ns[router_of[2 * last + 1]];
+            let (c_ip, gw_c) = me.veth(
+                End {
+                    ns: &client_ns[k],
+                    dev: "cl".into(),
+                    ip: pair_ip(pairs, 2),
+                },
+                End {
+                    ns: entry,
+                    dev: format!("c{k}"),
+                    ip: pair_ip(pairs, 1),
+                },
+            )?;
+            pairs += 1;
+            let (s_ip, gw_s) = me.veth(
+                End {
+                    ns: &server_ns[k],
+                    dev: "sv".into(),
+                    ip: pair_ip(pairs, 2),
+                },
+                End {
+                    ns: exit,
+                    dev: format!("s{k}"),
+                    ip: pair_ip(pairs, 1),
+                },
+            )?;
+            pairs += 1;
+            me.ip(&[
+                "-n",
+                &client_ns[k],
+                "route",
+                "add",
+                "default",
+                "via",
+                &gw_c.to_string(),
+            ])?;
+            me.ip(&[
+                "-n",
+                &server_ns[k],
+                "route",
+                "add",
+                "default",
+                "via",
+                &gw_s.to_string(),
+            ])?;
+            let (c, s) = (format!("{c_ip}/32"), format!("{s_ip}/32"));
+            for &l in &r.links {
+                let (ra, rb, x) = (
+                    &router_ns[router_of[2 * l]],
+                    &router_ns[router_of[2 * l + 1]],
+                    &link_ns[l],
+                );
+                me.ip(&[
+                    "-n",
+                    ra,
+                    "route",
+                    "replace",
+                    &s,
+                    "via",
+                    &a_ip[l].to_string(),
+                ])?;
+                me.ip(&[
+                    "-n",
+                    x,
+                    "route",
+                    "replace",
+                    &s,
+                    "via",
+                    &rb_ip[l].to_string(),
+                ])?;
+                me.ip(&[
+                    "-n",
+                    x,
+                    "route",
+                    "replace",
+                    &c,
+                    "via",
+                    &ra_ip[l].to_string(),
+                ])?;
+                me.ip(&[
+                    "-n",
+                    rb,
+                    "route",
+                    "replace",
+                    &c,
+                    "via",
+                    &b_ip[l].to_string(),
+                ])?;
+            }
+            if r.access_ns > 0 {
+                let delay = format!("{}us", r.access_ns / 1000);
+                for (ns, dev) in [(&client_ns[k], "cl".to_string()), (entry, format!("c{k}"))] {
+                    me.tc(&[
+                        "-n", ns, "qdisc", "add", "dev", &dev, "root", "netem", "delay", &delay,
+                        "limit", "100000",
+                    ])?;
+                }
+            }
+            me.flows.push(Place {
+                client_ns: client_ns[k].clone(),
+                server_ns: server_ns[k].clone(),
+                server_ip: s_ip,
+            });
+        }
+        for ns in router_ns.iter().chain(&link_ns) {
+            me.ip(&[
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+            ])?;
+        }
+        for (i, l) in topo.links.iter().enumerate() {
+            for dir in [Dir::Up, Dir::Down] {
+                let d = l.spec.dir(dir);
+                let (sns, sdev) = me.links[i].shaper[dir as usize].clone();
+                let mut cmds = shaper_args(&sns, &sdev, &l.spec, dir, mtu);
+                if needs_netem(d) {
+                    let (ens, edev) = me.links[i].netem[dir as usize].clone();
+                    let seed = caps.netem_seed.then_some(l.spec.seed ^ dir as u64);
+                    cmds.push(segmenter_args(&ens, &edev));
+                    cmds.push(netem_args(&ens, &edev, d, seed));
+                }
+                for c in cmds {
+                    let args: Vec<&str> = c.iter().map(String::as_str).collect();
+                    me.tc(&args)?;
+                }
+            }
+        }
+        Ok(me)
+    }
+
+    fn ip(&mut self, args: &[&str]) -> Result<String, NetnsError> {
+        self.commands.push(
+            std::iter::once("ip")
+                .chain(args.iter().copied())
+                .map(String::from)
+                .collect(),
+        );
+        netns::run("ip", args)
+    }
+
+    fn tc(&mut self, args: &[&str]) -> Result<String, NetnsError> {
+        self.commands.push(
+            std::iter::once("tc")
+                .chain(args.iter().copied())
+                .map(String::from)
+                .collect(),
+        );
+        netns::run("tc", args)
+    }
+
+    /// A veth pair, `gso_max_segs` 1 on both ends, addressed and up, with
+    /// permanent neighbour entries both ways (as [`netns::Topology`]
+    /// makes them: no ARP crosses a lossy link); the two addresses.
+    fn veth(&mut self, a: End, b: End) -> Result<(Ipv4Addr, Ipv4Addr), NetnsError> {
+        for e in [&a, &b] {
+            netns::validate_name(&e.dev)?;
+        }
+        let segs = netns::GSO_MAX_SEGS.to_string();
+        self.ip(&[
+            "link",
+            "add",
+            &a.dev,
+            "netns",
+            a.ns,
+            "gso_max_segs",
+            &segs,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &b.dev,
+            "netns",
+            b.ns,
+            "gso_max_segs",
+            &segs,
+        ])?;
+        for e in [&a, &b] {
+            self.ip(&[
+                "-n",
+                e.ns,
+                "addr",
+                "add",
+                &format!("{}/24", e.ip),
+                "dev",
+                &e.dev,
+            ])?;
+            self.ip(&["-n", e.ns, "link", "set", "dev", &e.dev, "up"])?;
+            let got = netns::gso_max_segs(e.ns, &e.dev)?;
+            if got != u64::from(netns::GSO_MAX_SEGS) {
+                return Err(NetnsError::Command {
+                    command: format!("ip -n {} link add {} ... gso_max_segs {segs}", e.ns, e.dev),
+                    stderr: format!("the kernel left gso_max_segs at {got}, so GSO trains would reach the bottleneck whole"),
+                });
+            }
+        }
+        let (ma, mb) = (
+            netns::mac_address(a.ns, &a.dev)?,
+            netns::mac_address(b.ns, &b.dev)?,
+        );
+        for (e, peer, mac) in [(&a, &b, &mb), (&b, &a, &ma)] {
+            self.ip(&[
+                "-n",
+                e.ns,
+                "neigh",
+                "replace",
+                &peer.ip.to_string(),
+                "lladdr",
+                mac,
+                "dev",
+                &e.dev,
+                "nud",
+                "permanent",
+            ])?;
+        }
+        Ok((a.ip, b.ip))
+    }
+
+    /// Samples every link's two directions every `interval` into
+    /// `paths[i]` (JSON lines, the same [`Sample`] as the single-link
+    /// sampler) until the returned sampler is stopped; one `tc -batch` per
+    /// namespace read.
+    pub fn start_sampler(
+        self: &Arc<Self>,
+        interval: Duration,
+        paths: &[PathBuf],
+    ) -> std::io::Result<Vec<Sampler>> {
+        // One thread for all links; the returned samplers stop it
+        // together (the first holds the thread).
+        let mut writers = Vec::new();
+        let mut parts = Vec::new();
+        for p in paths {
+            let part = p.with_extension("jsonl.part");
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            writers.push(SampleWriter::create(&part)?);
+            parts.push((part, p.clone()));
+        }
+        let mut batches: HashMap<String, TcBatch> = HashMap::new();
+        for l in &self.links {
+            for (ns, _) in l.netem.iter().chain(&l.shaper) {
+                if !batches.contains_key(ns) {
+                    batches.insert(ns.clone(), TcBatch::start(ns)?);
+                }
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let (me, stop2) = (self.clone(), stop.clone());
+        let handle = std::thread::spawn(move || -> std::io::Result<()> {
+            let t0 = std::time::Instant::now();
+            let n = me.links.len();
+            let mut prev = vec![[(0.0f64, Default::default(), 0u64); 2]; n];
+            let mut next = interval;
+            while !stop2.load(Ordering::Relaxed) {
+                if let Some(left) = next.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(left);
+                }
+                next += interval;
+                for i in 0..n {
+                    for (k, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
+                        let l = &me.links[i];
+                        let (sns, sdev) = &l.shaper[k];
+                        let (ens, edev) = &l.netem[k];
+                        let before = t0.elapsed().as_secs_f64();
+                        let Some(Ok(s)) = batches.get_mut(sns).map(|b| b.qdiscs(sdev)) else {
+                            continue;
+                        };
+                        let t = (before + t0.elapsed().as_secs_f64()) / 2.0;
+                        let (pt, ps, pnd): (f64, crate::netem::QdiscStats, u64) = prev[i][k];
+                        let nd = batches
+                            .get_mut(ens)
+                            .and_then(|b| b.qdiscs(edev).ok())
+                            .map_or(pnd, |q| q.drops);
+                        let cap = me.topology.links[i].spec.dir(dir).rate_bps * (t - pt);
+                        let sent = s.bytes.saturating_sub(ps.bytes);
+                        let drops_total = s.drops + nd;
+                        writers[i].write(&Sample {
+                            t_s: t,
+                            dir: dir.as_str().into(),
+                            interval_s: t - pt,
+                            sent_bytes: sent,
+                            sent_packets: s.packets.saturating_sub(ps.packets),
+                            utilization: if cap > 0.0 {
+                                sent as f64 * 8.0 / cap
+                            } else {
+                                0.0
+                            },
+                            queue_bytes: s.backlog,
+                            queue_packets: s.qlen,
+                            drops: drops_total.saturating_sub(ps.drops + pnd),
+                            drops_total,
+                        })?;
+                        prev[i][k] = (t, s, nd);
+                    }
+                }
+            }
+            for (w, (part, path)) in writers.into_iter().zip(parts) {
+                w.finish()?;
+                std::fs::rename(part, path)?;
+            }
+            Ok(())
+        });
+        Ok(vec![Sampler::from_thread(stop, handle, paths[0].clone())])
+    }
+
+    /// Removes every namespace now (also done on drop).
+    pub fn remove(&mut self) -> Result<(), NetnsError> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        let mut first_err = None;
+        for ns in &self.namespaces {
+            if let Err(e) = netns::delete(ns) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for NetemPaths {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use link_model::link::LinkSpec;
+    use link_model::topology::NamedLink;
+
+    fn topo(n: usize) -> Topology {
+        Topology {
+            links: (0..n)
+                .map(|i| NamedLink {
+                    name: format!("l{}", i + 1),
+                    spec: LinkSpec::default(),
+                })
+                .collect(),
+        }
+    }
+
+    fn route(links: &[usize]) -> Route {
+        Route {
+            links: links.to_vec(),
+            access_ns: 0,
+        }
+    }
+
+    #[test]
+    fn a_parking_lot_is_a_chain_of_four_routers() {
+        let t = topo(3);
+        let r = routers(
+            &t,
+            &[route(&[0, 1, 2]), route(&[0]), route(&[1]), route(&[2])],
+        )
+        .unwrap();
+        // l1: r0 -> r1, l2: r1 -> r2, l3: r2 -> r3.
+        assert_eq!(r, [0, 1, 1, 2, 2, 3]);
+        // Parallel links stay apart.
+        let r = routers(&topo(2), &[route(&[0]), route(&[1])]).unwrap();
+        assert_eq!(r, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn paths_that_fold_back_are_refused() {
+        let t = topo(2);
+        // l1 then l2 for one flow, l2 then l1 for another: l1's server
+        // side is l2's client side and the other way round.
+        let e = routers(&t, &[route(&[0, 1]), route(&[1, 0])]).unwrap_err();
+        assert!(e.to_string().contains("one router"), "{e}");
+        assert!(routers(&topo(1), &[route(&[0])]).is_ok());
+    }
+}
