@@ -5,9 +5,9 @@
 //! steer its packets along its path.
 //!
 //! ```text
-//!  client k ── R(a) ══ x_i ══ R(b) ── ... ── R(z) ── server k
-//!   (access     │ netem up      │ netem down
-//!    netem)     └ shaper down ┘ └ shaper up (on x_i's devices)
+//!  client k ──cl│c{k}── R(a) ──x{i}│xa── x_i ──xb│x{i}── R(b) ── ... ── R(z) ──s{k}│sv── server k
+//!  up:   netem on R(a)'s x{i}, shaper on x_i's xb
+//!  down: netem on R(b)'s x{i}, shaper on x_i's xa
 //! ```
 //!
 //! Each link keeps the layout of the single-link netem backend
@@ -21,7 +21,7 @@
 //! its client's veth. Cross traffic does not run on netem.
 //!
 //! Addresses: veth pair `p` is 10.(210 + p / 256).(p % 256).0/24, .1 on
-//! its first end and .2 on its second. Namespace names carry the run's id
+//! its router end and .2 on the other. Namespace names carry the run's id
 //! (`cclab-<pid>-<n>-r0`, `-x1`, `-c0`, `-s0`), so [`netns::cleanup`]
 //! finds what a killed run left.
 

@@ -85,9 +85,17 @@ fn saturated_link_delivers_its_rate_and_logs_every_packet() {
         .map(|s| s.utilization)
         .collect();
     assert!(busy.len() >= 10, "{} samples", busy.len());
-    for u in &busy {
-        assert!((0.9..=1.1).contains(u), "utilization {u} in {busy:?}");
-    }
+    // A sample never exceeds the capacity; the mean is full. One sample
+    // may fall short: on a loaded 2-core machine the probe's sender can be
+    // descheduled for longer than the 20 ms queue takes to drain.
+    let mean = busy.iter().sum::<f64>() / busy.len() as f64;
+    assert!(
+        (0.97..=1.03).contains(&mean),
+        "mean utilization {mean} of {busy:?}"
+    );
+    assert!(busy.iter().all(|u| *u <= 1.1), "{busy:?}");
+    let short = busy.iter().filter(|u| **u < 0.9).count();
+    assert!(short <= 1, "{short} samples under 90%: {busy:?}");
 }
 
 #[test]
