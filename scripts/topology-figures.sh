@@ -33,12 +33,16 @@ mkdir -p "$OUT"
 # A copy of a scenario with every flow's algorithm replaced.
 with_cc() { sed "s/^cc = \".*\"/cc = \"$2\"/" "$1" >"$3"; }
 for cc in $CCS; do
-    d="$OUT/rtt-$cc"
-    [ -f "$d/summary.json" ] && continue
-    echo "topology-figures: rtt-fairness, $cc, sim" >&2
     with_cc scenarios/rtt-fairness.toml "$cc" "$OUT/rtt-$cc.toml"
-    ./target/release/cclab run "$OUT/rtt-$cc.toml" --link sim --repetitions "$REPS" \
-        --no-packet-log --quiet --out "$d" >/dev/null
+    # The control: both flows at 20 ms.
+    sed 's/^rtt = "80ms"/rtt = "20ms"/' "$OUT/rtt-$cc.toml" >"$OUT/rtt-$cc-equal.toml"
+    for v in "" -equal; do
+        d="$OUT/rtt-$cc$v"
+        [ -f "$d/summary.json" ] && continue
+        echo "topology-figures: rtt-fairness$v, $cc, sim" >&2
+        ./target/release/cclab run "$OUT/rtt-$cc$v.toml" --link sim --repetitions "$REPS" \
+            --no-packet-log --quiet --out "$d" >/dev/null
+    done
 done
 for cc in $LOT_CCS; do
     with_cc scenarios/parking-lot.toml "$cc" "$OUT/lot-$cc.toml"
@@ -73,15 +77,17 @@ import json, os, sys
 out, ccs, lot_ccs, reps, lot_dur = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5]
 load = lambda d: json.load(open(os.path.join(out, d, "summary.json")))
 print(f"\n**RTT fairness** (sim, scenarios/rtt-fairness.toml: 20 Mbit/s, 1-BDP drop-tail at 20 ms, 60 s, {reps} repetitions; means)\n")
-print("| algorithm | base RTT 20 ms flow | base RTT 80 ms flow | goodput 20 ms | goodput 80 ms | ratio | Jain | utilization |")
-print("|---|---|---|---|---|---|---|---|")
+print("| algorithm | base RTT 20 ms flow | base RTT 80 ms flow | goodput 20 ms | goodput 80 ms | ratio | Jain | utilization | control: ratio at 20 ms / 20 ms |")
+print("|---|---|---|---|---|---|---|---|---|")
 for cc in ccs:
-    s = load(f"rtt-{cc}")
+    s, c = load(f"rtt-{cc}"), load(f"rtt-{cc}-equal")
     f = s["flows"]
     g0, g1 = f[0]["goodput_bps"] / 1e6, f[1]["goodput_bps"] / 1e6
+    c0, c1 = c["flows"][0]["goodput_bps"], c["flows"][1]["goodput_bps"]
     print(f"| {cc} | {f[0]['base_rtt_ms']:.2f} ms | {f[1]['base_rtt_ms']:.2f} ms | {g0:.2f} Mbit/s | {g1:.2f} Mbit/s "
-          f"| {g0 / g1:.2f} | {s['jain_fairness']:.3f} | {s['bottleneck']['utilization'] * 100:.1f}% |")
-print("\nThe inverse RTT ratio is 4; a share going with 1/RTT^2 would be 16.")
+          f"| {g0 / g1:.2f} | {s['jain_fairness']:.3f} | {s['bottleneck']['utilization'] * 100:.1f}% | {c0 / c1:.2f} |")
+print("\nThe inverse RTT ratio is 4; a share going with 1/RTT^2 would be 16. The control runs the same")
+print("scenario with both flows at 20 ms: how far one algorithm's two flows split when RTT plays no part.")
 print(f"\n**Parking lot** (scenarios/parking-lot.toml: three 10 Mbit/s links, 10 ms each way, 1-BDP drop-tail; "
       f"{lot_dur}, {reps} repetitions; means; agreement: utilization within 3 points, queueing delay within 20% or 2 ms, "
       "loss rate within 25% or 0.2 points)\n")
