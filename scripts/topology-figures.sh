@@ -91,8 +91,8 @@ print("scenario with both flows at 20 ms: how far one algorithm's two flows spli
 print(f"\n**Parking lot** (scenarios/parking-lot.toml: three 10 Mbit/s links, 10 ms each way, 1-BDP drop-tail; "
       f"{lot_dur}, {reps} repetitions; means; agreement: utilization within 3 points, queueing delay within 20% or 2 ms, "
       "loss rate within 25% or 0.2 points)\n")
-print("| algorithm | link | utilization sim / emu | loss rate sim / emu | queueing delay sim / emu | Jain sim / emu | agree |")
-print("|---|---|---|---|---|---|---|")
+print("| algorithm | link | utilization sim / emu | drops sim / emu | loss rate sim / emu | queueing delay sim / emu | Jain sim / emu | agree |")
+print("|---|---|---|---|---|---|---|---|")
 bad = 0
 for cc in lot_ccs:
     s, e = load(f"lot-{cc}-sim"), load(f"lot-{cc}-emu")
@@ -106,7 +106,7 @@ for cc in lot_ccs:
         ok_l = abs(la - lb) <= max(0.2, 0.25 * max(la, lb))
         miss = [n for n, ok in (("utilization", ok_u), ("queue", ok_q), ("loss", ok_l)) if not ok]
         bad += bool(miss)
-        print(f"| {cc} | {name} | {ua:.1f}% / {ub:.1f}% | {la:.2f}% / {lb:.2f}% | {qa:.1f} / {qb:.1f} ms "
+        print(f"| {cc} | {name} | {ua:.1f}% / {ub:.1f}% | {a['drops']:.0f} / {b['drops']:.0f} | {la:.2f}% / {lb:.2f}% | {qa:.1f} / {qb:.1f} ms "
               f"| {a['jain_fairness']:.3f} / {b['jain_fairness']:.3f} | {'yes' if not miss else 'no: ' + ', '.join(miss)} |")
 print("\n| algorithm | flow | path | goodput sim | goodput emu |")
 print("|---|---|---|---|---|")
@@ -118,8 +118,8 @@ for cc in lot_ccs:
 print(f"\n{bad} link row(s) outside the goals.")
 if os.path.exists(os.path.join(out, "lot-2mbit-netem", "summary.json")):
     print(f"\n**Parking lot at 2 Mbit/s per link on three backends** (NewReno, 15 s, {reps} repetitions; means)\n")
-    print("| backend | goodput long / short flows (Mbit/s) | utilization l1, l2, l3 | loss rate l1, l2, l3 | queueing delay l1, l2, l3 (ms) |")
-    print("|---|---|---|---|---|")
+    print("| backend | goodput long / short flows (Mbit/s) | utilization l1, l2, l3 | drops l1, l2, l3 | loss rate l1, l2, l3 | queueing delay l1, l2, l3 (ms) |")
+    print("|---|---|---|---|---|---|")
     for link in ["sim", "emu", "netem"]:
         s = load(f"lot-2mbit-{link}")
         g = [f["goodput_bps"] / 1e6 for f in s["flows"]]
@@ -128,5 +128,6 @@ if os.path.exists(os.path.join(out, "lot-2mbit-netem", "summary.json")):
         util = ", ".join("%.1f%%" % (l["utilization"] * 100) for l in L)
         loss = ", ".join("%.2f%%" % ((l.get("loss_rate") or 0) * 100) for l in L)
         queue = ", ".join("%.1f" % l["queue_delay_ms_mean"] for l in L)
-        print(f"| {link} | {g[0]:.2f} / {short} | {util} | {loss} | {queue} |")
+        drops = ", ".join("%.0f" % l["drops"] for l in L)
+        print(f"| {link} | {g[0]:.2f} / {short} | {util} | {drops} | {loss} | {queue} |")
 PY

@@ -652,40 +652,91 @@ impl NetemLink {
     /// Samples both directions every `interval` into `path` (JSON lines,
     /// the same [`Sample`] as emu) until the returned sampler is stopped.
     /// Reads the counters through one `tc -batch` per namespace.
-    pub fn start_sampler(
-        self: &Arc<Self>,
-        interval: Duration,
-        path: &Path,
-    ) -> std::io::Result<Sampler> {
-        let part = path.with_extension("jsonl.part");
-        let mut w = SampleWriter::create(&part)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let (me, stop2, final_path) = (self.clone(), stop.clone(), path.to_path_buf());
+    pub fn start_sampler(&self, interval: Duration, path: &Path) -> std::io::Result<Sampler> {
         let t = &self.topology;
-        let mut router = TcBatch::start(&t.router)?;
-        let mut ends = [TcBatch::start(&t.client)?, TcBatch::start(&t.server)?];
-        let handle = std::thread::spawn(move || -> std::io::Result<()> {
-            let t0 = std::time::Instant::now();
-            let mut prev = [(0.0f64, QdiscStats::default(), 0u64); 2];
-            let mut next = interval;
-            while !stop2.load(Ordering::Relaxed) {
-                if let Some(left) = next.checked_sub(t0.elapsed()) {
-                    std::thread::sleep(left);
-                }
-                next += interval;
-                for (i, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
-                    let (_, edev, rdev) = placement(&me.topology, dir);
+        let at = |dir: Dir| {
+            let (ens, edev, rdev) = placement(t, dir);
+            (
+                (t.router.clone(), rdev.to_string()),
+                (ens.to_string(), edev.to_string()),
+            )
+        };
+        let (up, down) = (at(Dir::Up), at(Dir::Down));
+        start_sampler(
+            vec![SampledLink {
+                shaper: [up.0, down.0],
+                netem: [up.1, down.1],
+                rate_bps: [self.link.up.rate_bps, self.link.down.rate_bps],
+                path: path.to_path_buf(),
+            }],
+            interval,
+        )
+    }
+}
+
+/// Where the sampler reads one link: per direction (up, down) the
+/// shaper's namespace and device (bytes, packets, backlog, drops) and
+/// netem's (its drops), the direction's rate, and the samples file.
+pub(crate) struct SampledLink {
+    pub shaper: [(String, String); 2],
+    pub netem: [(String, String); 2],
+    pub rate_bps: [f64; 2],
+    pub path: PathBuf,
+}
+
+/// Samples both directions of every link every `interval` into its file
+/// (JSON lines, the same [`Sample`] as emu) on one thread until the
+/// returned sampler is stopped; one `tc -batch` per namespace read.
+pub(crate) fn start_sampler(
+    links: Vec<SampledLink>,
+    interval: Duration,
+) -> std::io::Result<Sampler> {
+    let mut writers = Vec::with_capacity(links.len());
+    for l in &links {
+        if let Some(d) = l.path.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        writers.push(SampleWriter::create(&l.path.with_extension("jsonl.part"))?);
+    }
+    let mut batches: std::collections::HashMap<String, TcBatch> = Default::default();
+    for l in &links {
+        for (ns, _) in l.shaper.iter().chain(&l.netem) {
+            if !batches.contains_key(ns) {
+                batches.insert(ns.clone(), TcBatch::start(ns)?);
+            }
+        }
+    }
+    let first = links.first().map(|l| l.path.clone()).unwrap_or_default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let handle = std::thread::spawn(move || -> std::io::Result<()> {
+        let t0 = std::time::Instant::now();
+        let mut prev = vec![[(0.0f64, QdiscStats::default(), 0u64); 2]; links.len()];
+        let mut next = interval;
+        while !stop2.load(Ordering::Relaxed) {
+            if let Some(left) = next.checked_sub(t0.elapsed()) {
+                std::thread::sleep(left);
+            }
+            next += interval;
+            for (i, l) in links.iter().enumerate() {
+                for (k, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
+                    let ((sns, sdev), (ens, edev)) = (&l.shaper[k], &l.netem[k]);
                     // The counters are read somewhere inside the query:
                     // stamp the sample at its midpoint.
                     let before = t0.elapsed().as_secs_f64();
-                    let Ok(s) = router.qdiscs(rdev) else { continue };
+                    let Some(Ok(s)) = batches.get_mut(sns).map(|b| b.qdiscs(sdev)) else {
+                        continue;
+                    };
                     let t = (before + t0.elapsed().as_secs_f64()) / 2.0;
-                    let nd = ends[i].qdiscs(edev).map_or(prev[i].2, |q| q.drops);
-                    let (pt, ps, pnd) = prev[i];
-                    let cap = me.link.dir(dir).rate_bps * (t - pt);
+                    let (pt, ps, pnd) = prev[i][k];
+                    let nd = batches
+                        .get_mut(ens)
+                        .and_then(|b| b.qdiscs(edev).ok())
+                        .map_or(pnd, |q| q.drops);
+                    let cap = l.rate_bps[k] * (t - pt);
                     let sent = s.bytes.saturating_sub(ps.bytes);
                     let drops_total = s.drops + nd;
-                    w.write(&Sample {
+                    writers[i].write(&Sample {
                         t_s: t,
                         dir: dir.as_str().into(),
                         interval_s: t - pt,
@@ -701,18 +752,21 @@ impl NetemLink {
                         drops: drops_total.saturating_sub(ps.drops + pnd),
                         drops_total,
                     })?;
-                    prev[i] = (t, s, nd);
+                    prev[i][k] = (t, s, nd);
                 }
             }
+        }
+        for (w, l) in writers.into_iter().zip(&links) {
             w.finish()?;
-            std::fs::rename(&part, &final_path)
-        });
-        Ok(Sampler {
-            stop,
-            handle: Some(handle),
-            path: path.to_path_buf(),
-        })
-    }
+            std::fs::rename(l.path.with_extension("jsonl.part"), &l.path)?;
+        }
+        Ok(())
+    });
+    Ok(Sampler {
+        stop,
+        handle: Some(handle),
+        path: first,
+    })
 }
 
 /// A running netem sampler.
@@ -724,19 +778,6 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// A sampler whose thread `handle` runs until `stop` is set.
-    pub(crate) fn from_thread(
-        stop: Arc<AtomicBool>,
-        handle: std::thread::JoinHandle<std::io::Result<()>>,
-        path: PathBuf,
-    ) -> Sampler {
-        Sampler {
-            stop,
-            handle: Some(handle),
-            path,
-        }
-    }
-
     /// Stops sampling and finishes the file.
     pub fn stop(mut self) -> std::io::Result<()> {
         self.stop.store(true, Ordering::SeqCst);

@@ -28,15 +28,12 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::bottleneck::{Sample, SampleWriter};
 use crate::link::Dir;
 use crate::netem::{
-    check_link, needs_netem, netem_args, segmenter_args, shaper_args, Caps, NetemError, Sampler,
-    TcBatch,
+    check_link, needs_netem, netem_args, segmenter_args, shaper_args, start_sampler, Caps,
+    NetemError, SampledLink, Sampler,
 };
 use crate::netns::{self, NetnsError};
 use link_model::topology::{Route, Topology};
@@ -459,91 +456,22 @@ impl NetemPaths {
     }
 
     /// Samples every link's two directions every `interval` into
-    /// `paths[i]` (JSON lines, the same [`Sample`] as the single-link
-    /// sampler) until the returned sampler is stopped; one `tc -batch` per
-    /// namespace read.
-    pub fn start_sampler(
-        self: &Arc<Self>,
-        interval: Duration,
-        paths: &[PathBuf],
-    ) -> std::io::Result<Vec<Sampler>> {
-        // One thread for all links; the returned samplers stop it
-        // together (the first holds the thread).
-        let mut writers = Vec::new();
-        let mut parts = Vec::new();
-        for p in paths {
-            let part = p.with_extension("jsonl.part");
-            if let Some(d) = p.parent() {
-                std::fs::create_dir_all(d)?;
-            }
-            writers.push(SampleWriter::create(&part)?);
-            parts.push((part, p.clone()));
-        }
-        let mut batches: HashMap<String, TcBatch> = HashMap::new();
-        for l in &self.links {
-            for (ns, _) in l.netem.iter().chain(&l.shaper) {
-                if !batches.contains_key(ns) {
-                    batches.insert(ns.clone(), TcBatch::start(ns)?);
-                }
-            }
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let (me, stop2) = (self.clone(), stop.clone());
-        let handle = std::thread::spawn(move || -> std::io::Result<()> {
-            let t0 = std::time::Instant::now();
-            let n = me.links.len();
-            let mut prev = vec![[(0.0f64, Default::default(), 0u64); 2]; n];
-            let mut next = interval;
-            while !stop2.load(Ordering::Relaxed) {
-                if let Some(left) = next.checked_sub(t0.elapsed()) {
-                    std::thread::sleep(left);
-                }
-                next += interval;
-                for i in 0..n {
-                    for (k, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
-                        let l = &me.links[i];
-                        let (sns, sdev) = &l.shaper[k];
-                        let (ens, edev) = &l.netem[k];
-                        let before = t0.elapsed().as_secs_f64();
-                        let Some(Ok(s)) = batches.get_mut(sns).map(|b| b.qdiscs(sdev)) else {
-                            continue;
-                        };
-                        let t = (before + t0.elapsed().as_secs_f64()) / 2.0;
-                        let (pt, ps, pnd): (f64, crate::netem::QdiscStats, u64) = prev[i][k];
-                        let nd = batches
-                            .get_mut(ens)
-                            .and_then(|b| b.qdiscs(edev).ok())
-                            .map_or(pnd, |q| q.drops);
-                        let cap = me.topology.links[i].spec.dir(dir).rate_bps * (t - pt);
-                        let sent = s.bytes.saturating_sub(ps.bytes);
-                        let drops_total = s.drops + nd;
-                        writers[i].write(&Sample {
-                            t_s: t,
-                            dir: dir.as_str().into(),
-                            interval_s: t - pt,
-                            sent_bytes: sent,
-                            sent_packets: s.packets.saturating_sub(ps.packets),
-                            utilization: if cap > 0.0 {
-                                sent as f64 * 8.0 / cap
-                            } else {
-                                0.0
-                            },
-                            queue_bytes: s.backlog,
-                            queue_packets: s.qlen,
-                            drops: drops_total.saturating_sub(ps.drops + pnd),
-                            drops_total,
-                        })?;
-                        prev[i][k] = (t, s, nd);
-                    }
-                }
-            }
-            for (w, (part, path)) in writers.into_iter().zip(parts) {
-                w.finish()?;
-                std::fs::rename(part, path)?;
-            }
-            Ok(())
-        });
-        Ok(vec![Sampler::from_thread(stop, handle, paths[0].clone())])
+    /// `paths[i]` (the single-link sampler's [`start_sampler`], one thread
+    /// for all links) until the returned sampler is stopped.
+    pub fn start_sampler(&self, interval: Duration, paths: &[PathBuf]) -> std::io::Result<Sampler> {
+        let links = self
+            .links
+            .iter()
+            .zip(&self.topology.links)
+            .zip(paths)
+            .map(|((place, l), path)| SampledLink {
+                shaper: place.shaper.clone(),
+                netem: place.netem.clone(),
+                rate_bps: [l.spec.up.rate_bps, l.spec.down.rate_bps],
+                path: path.clone(),
+            })
+            .collect();
+        start_sampler(links, interval)
     }
 
     /// Removes every namespace now (also done on drop).

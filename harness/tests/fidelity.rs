@@ -2,40 +2,12 @@
 //! quic-server and quic-client: the fidelity checks of the harness, the
 //! report, bad input and Ctrl-C.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn cclab() -> Command {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_cclab"));
-    let dir = exe.parent().unwrap().to_path_buf();
-    for b in ["quic-server", "quic-client"] {
-        assert!(
-            dir.join(b).exists(),
-            "{b} is not built in {}; run the tests with `cargo test --workspace` (or build it first)",
-            dir.display()
-        );
-    }
-    Command::new(exe)
-}
-
-fn run(args: &[&str], out: &Path) -> Value {
-    let o = cclab()
-        .arg("run")
-        .args(args)
-        .args(["--quiet", "--out"])
-        .arg(out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "cclab run {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
-}
+use common::{cclab, cclab_run as run};
 
 #[test]
 fn one_cubic_flow_fills_the_default_link_and_the_logs_agree() {
@@ -206,7 +178,10 @@ fn ctrl_c_marks_the_run_interrupted_and_leaves_no_process() {
         serde_json::from_str(&std::fs::read_to_string(out.join("status.json")).unwrap()).unwrap();
     assert_eq!(status["state"], "interrupted");
     // No quic-server or quic-client of this run is left.
-    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
     let ps = String::from_utf8_lossy(&ps.stdout);
     let ours = out.with_extension("partial").display().to_string();
     assert!(

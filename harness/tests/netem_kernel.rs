@@ -7,13 +7,15 @@
 //! user-mode Linux guest (`cclab vm`), or directly on a host with netem,
 //! and prints why when it cannot.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use std::path::Path;
 use std::time::Duration;
 
 use harness::link::LinkSpec;
 use harness::netns;
 use harness::probe::{measure_link, ProbeLink};
+
+use common::{cclab, cclab_run};
 
 fn link(pairs: &[(&str, &str)]) -> LinkSpec {
     LinkSpec::from_pairs(pairs.iter().copied(), Path::new(".")).unwrap()
@@ -33,19 +35,6 @@ fn ours() -> Vec<String> {
         .into_iter()
         .filter(|n| n.starts_with(netns::PREFIX))
         .collect()
-}
-
-fn cclab() -> Command {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_cclab"));
-    let dir = exe.parent().unwrap().to_path_buf();
-    for b in ["quic-server", "quic-client"] {
-        assert!(
-            dir.join(b).exists(),
-            "{b} is not built in {}",
-            dir.display()
-        );
-    }
-    Command::new(exe)
 }
 
 #[test]
@@ -144,27 +133,8 @@ path = "l2"
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = cclab()
-        .args([
-            "run",
-            "--link",
-            "netem",
-            "--qlog-level",
-            "metrics",
-            "--quiet",
-        ])
-        .arg(&file)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "cclab run --link netem: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let file = file.to_str().unwrap();
+    let s = cclab_run(&["--link", "netem", "--qlog-level", "metrics", file], &out);
     assert_eq!(s["link"]["backend"], "netem");
     // Each flow's shortest round trip is its own path's: the long flow
     // crossed both links, the second flow its access delay too.

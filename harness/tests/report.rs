@@ -16,7 +16,12 @@ fn sim_run(cc: &str, out: &Path) {
         "name = \"{cc}\"\nduration = \"2s\"\nrepetitions = 2\n[link]\nbackend = \"sim\"\nrate = \"5mbit\"\nrtt = \"30ms\"\nloss = \"0.5%\"\n[[flows]]\ncc = \"{cc}\"\n"
     );
     let sc = Scenario::parse(&text, "test", Path::new(".")).unwrap();
-    let cfg = RunConfig {
+    harness::run::run(&sc, &sim_cfg(out)).unwrap();
+}
+
+/// A sim run into `out` with qlog (the report's series), no per-packet log.
+fn sim_cfg(out: &Path) -> RunConfig {
+    RunConfig {
         out: out.to_path_buf(),
         bin_dir: PathBuf::from("/nonexistent"),
         backend: Backend::Sim,
@@ -25,8 +30,7 @@ fn sim_run(cc: &str, out: &Path) {
         per_packet_log: false,
         threads: 0,
         qlog_level: quic_app::QlogLevel::Core,
-    };
-    harness::run::run(&sc, &cfg).unwrap();
+    }
 }
 
 /// `(cx, cy)` of the scatter's mean marker filled with `fill` (the
@@ -159,17 +163,7 @@ fn a_run_of_several_links_gets_a_queue_panel_per_link() {
     let runs = dir.path().join("runs");
     let text = "name = \"lot\"\nduration = \"2s\"\n[link]\nbackend = \"sim\"\nrate = \"5mbit\"\ndelay = \"10ms\"\n[topology]\nparking_lot = 2\n[[flows]]\ncc = \"cubic\"\npath = [\"l1\", \"l2\"]\n[[flows]]\ncc = \"cubic\"\npath = \"l2\"\n";
     let sc = Scenario::parse(text, "test", Path::new(".")).unwrap();
-    let cfg = RunConfig {
-        out: runs.join("lot"),
-        bin_dir: PathBuf::from("/nonexistent"),
-        backend: Backend::Sim,
-        quiet: true,
-        stop: Arc::new(AtomicBool::new(false)),
-        per_packet_log: false,
-        threads: 0,
-        qlog_level: quic_app::QlogLevel::Core,
-    };
-    harness::run::run(&sc, &cfg).unwrap();
+    harness::run::run(&sc, &sim_cfg(&runs.join("lot"))).unwrap();
     let page = dir.path().join("out/report.html");
     assert_eq!(harness::report::write(&[runs], &page), Ok(1));
     let html = std::fs::read_to_string(&page).unwrap();

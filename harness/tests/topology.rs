@@ -252,35 +252,13 @@ parking_lot = 2
     );
 }
 
-fn cclab() -> Command {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_cclab"));
-    let dir = exe.parent().unwrap().to_path_buf();
-    for b in ["quic-server", "quic-client"] {
-        assert!(
-            dir.join(b).exists(),
-            "{b} is not built in {}; run the tests with `cargo test --workspace`",
-            dir.display()
-        );
-    }
-    Command::new(exe)
-}
-
 #[test]
 fn the_emulator_runs_a_parking_lot_with_a_log_per_link() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lot.toml");
     std::fs::write(&file, parking_lot("emu", "8s")).unwrap();
     let out = dir.path().join("r");
-    let o = cclab()
-        .arg("run")
-        .arg(&file)
-        .args(["--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let s: Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let s = common::cclab_run(&[file.to_str().unwrap()], &out);
     assert_eq!(s["link"]["backend"], "emu");
     for name in ["l1", "l2", "l3"] {
         let u = f64_at(&s, &format!("/links/{name}/utilization"));

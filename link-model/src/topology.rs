@@ -21,7 +21,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::Path;
 
-use crate::elements::{Direction, Packet};
+use crate::elements::{Counters, Direction, Packet};
 use crate::link::{err, Dir, LinkError, LinkSpec};
 use crate::log::{NoSink, Sink};
 
@@ -450,7 +450,19 @@ fn stages_of(route: &Route) -> [Vec<Stage>; 2] {
 impl Network {
     /// The links of `topo` with `routes[c]` for class `c`; `mtu` and
     /// `weights` as [`Direction::with_weights`] takes them.
+    ///
+    /// # Panics
+    ///
+    /// If `topo` has no link, or a route crosses none or names one `topo`
+    /// lacks (routes from [`Topology::route`] never do).
     pub fn new(topo: &Topology, routes: &[Route], mtu: u64, weights: &[f64]) -> Network {
+        assert!(!topo.links.is_empty(), "a topology has at least one link");
+        for r in routes {
+            assert!(
+                !r.links.is_empty() && r.links.iter().all(|&i| i < topo.links.len()),
+                "a route must cross at least one of the topology's links: {r:?}"
+            );
+        }
         let links = topo
             .links
             .iter()
@@ -494,13 +506,10 @@ impl Network {
     /// A packet from an endpoint enters its route at `now` (going `dir`).
     pub fn push(&mut self, dir: Dir, mut pkt: Packet, now: u64, sinks: &mut dyn LinkSinks) {
         pkt.hop = 0;
-        // A route always has a first stage; a packet without one is
-        // delivered at once (it cannot happen with a valid topology).
-        if let Some(stage) = self.stage(pkt.class, dir, 0) {
-            self.enter(stage, dir, pkt, now, sinks);
-        } else {
-            self.scratch.push((now, pkt));
-        }
+        let stage = self
+            .stage(pkt.class, dir, 0)
+            .expect("every route crosses a link (checked in Network::new)");
+        self.enter(stage, dir, pkt, now, sinks);
     }
 
     fn enter(&mut self, stage: Stage, dir: Dir, pkt: Packet, at: u64, sinks: &mut dyn LinkSinks) {
@@ -532,11 +541,6 @@ impl Network {
         sinks: &mut dyn LinkSinks,
         out: &mut Vec<(u64, Dir, Packet)>,
     ) {
-        // Packets pushed with no stage (see `push`).
-        for (t, p) in self.scratch.drain(..) {
-            // `scratch` only ever holds these between calls.
-            out.push((t, Dir::Up, p));
-        }
         let mut moved = std::mem::take(&mut self.moved);
         loop {
             while self.delayed.peek().is_some_and(|d| d.0.at <= now) {
@@ -584,6 +588,20 @@ impl Network {
     /// The first link's two directions (a single-link network's only).
     pub fn first(&self) -> &[Direction; 2] {
         &self.links[0].dirs
+    }
+
+    /// Every link's name and counters, up and down, in the topology's
+    /// order.
+    pub fn counters(&self) -> Vec<(String, [Counters; 2])> {
+        self.links
+            .iter()
+            .map(|l| {
+                (
+                    l.name.clone(),
+                    l.dirs.each_ref().map(|d| d.counters.clone()),
+                )
+            })
+            .collect()
     }
 }
 

@@ -351,17 +351,7 @@ impl Relay {
             flows: self.flows.len(),
             up: self.net.first()[0].counters.clone(),
             down: self.net.first()[1].counters.clone(),
-            links: self
-                .net
-                .links
-                .iter()
-                .map(|l| {
-                    (
-                        l.name.clone(),
-                        l.dirs.each_ref().map(|d| d.counters.clone()),
-                    )
-                })
-                .collect(),
+            links: self.net.counters(),
             lateness: Lateness {
                 p50_us: self.late.quantile(0.5),
                 p99_us: self.late.quantile(0.99),

@@ -27,10 +27,9 @@ pub(super) struct RepEnd {
     pub seed: u64,
     /// Every flow, ended.
     pub ended: Vec<EndedFlow>,
-    /// The link's counters, up and down (none for netem).
-    pub counters: Option<[Counters; 2]>,
-    /// Every link's name and counters (emu and sim; the first is
-    /// `counters`).
+    /// Every link's name and counters, up and down, in the topology's
+    /// order (emu and sim; none for netem, whose figures come from its
+    /// samples).
     pub links: Vec<(String, [Counters; 2])>,
     /// When the last flow ended, s since the start.
     pub active_s: f64,
@@ -50,7 +49,7 @@ pub(super) fn rep_result(sc: &Scenario, rep: u32, dir: &Path, end: RepEnd) -> Re
         end.seed,
         dir,
         &end.ended,
-        end.counters.as_ref(),
+        end.links.first().map(|(_, c)| c),
         end.active_s,
     );
     if sc.has_paths() {
@@ -122,8 +121,7 @@ fn add_paths(
     }
     let flows = sc.rep_flows(r.seed);
     for (i, link) in topo.links.iter().enumerate() {
-        // emu and sim count every link; netem's figures come from samples.
-        let counters = links.iter().find(|(n, _)| *n == link.name).map(|(_, c)| c);
+        let counters = links.get(i).map(|(_, c)| c);
         let samples = bottleneck::link_dir(dir, &topo, i).join("bottleneck-samples.jsonl");
         let rate = link.spec.down.rate_bps;
         let b = bottleneck_result(&flows, &samples, counters, active_s, rate);

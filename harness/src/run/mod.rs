@@ -117,13 +117,7 @@ type Reps = (Vec<RepResult>, Option<RunError>);
 
 /// Runs a scenario; returns its summary (also written to `OUT/summary.json`).
 pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
-    if cfg.backend == Backend::Netem && !sc.cross.is_empty() {
-        return Err(RunError::Unsupported(NETEM_CROSS.into()));
-    }
-    if cfg.backend == Backend::Netem && sc.has_paths() {
-        let nflows = sc.expanded_flows().len();
-        crate::netem_paths::check(&sc.topology(), &sc.routes()[..nflows])?;
-    }
+    check_backend(sc, cfg.backend)?;
     let bins = endpoints::Binaries::find(cfg)?;
     let work = result_dir::WorkDir::start(sc, cfg)?;
     let (reps, failure) = match cfg.backend {
@@ -143,8 +137,23 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
     }
 }
 
-/// Why netem refuses cross traffic.
-pub const NETEM_CROSS: &str = "cross traffic ([[cross]]) runs through the userspace emulator, and the netem backend has none: run it on --link emu or --link sim";
+/// Whether `backend` can run `sc`, checked before anything starts: the
+/// netem backend has no cross traffic, and builds several links only as
+/// a chain of namespaces ([`crate::netem_paths::check`]).
+pub fn check_backend(sc: &Scenario, backend: Backend) -> Result<(), RunError> {
+    if backend != Backend::Netem {
+        return Ok(());
+    }
+    if !sc.cross.is_empty() {
+        return Err(RunError::Unsupported(
+            "cross traffic ([[cross]]) runs through the userspace emulator, and the netem backend has none: run it on --link emu or --link sim".into(),
+        ));
+    }
+    if sc.has_paths() {
+        crate::netem_paths::check(&sc.topology(), &sc.flow_routes())?;
+    }
+    Ok(())
+}
 
 /// Repetition `rep`'s seed: the link's, and every random choice of the
 /// repetition's (start jitter, the simulator's quiche).

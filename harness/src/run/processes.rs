@@ -90,7 +90,6 @@ fn run_rep(
                 killed: killed.contains(&c.flow),
             })
             .collect(),
-        counters: emu_report.as_ref().map(|e| [e.up.clone(), e.down.clone()]),
         links: emu_report
             .as_ref()
             .map(|e| e.links.clone())

@@ -24,13 +24,13 @@ use crate::scenario::Scenario;
 pub(super) struct PreparedLink {
     spec: LinkSpec,
     netem: Option<Arc<NetemLink>>,
-    paths: Option<Arc<NetemPaths>>,
+    paths: Option<NetemPaths>,
 }
 
 /// The link while the flows run.
 pub(super) struct RepLink {
     netem: Option<Arc<NetemLink>>,
-    paths: Option<Arc<NetemPaths>>,
+    paths: Option<NetemPaths>,
     emu: Option<Emulator>,
     sampler: Option<crate::netem::Sampler>,
     /// Where the emulator's cross-traffic routes lead (emu only).
@@ -50,17 +50,16 @@ impl PreparedLink {
         spec.seed = seed;
         let (mut netem, mut paths) = (None, None);
         if cfg.backend == Backend::Netem && sc.has_paths() {
-            let nflows = sc.expanded_flows().len();
             let n = NetemPaths::setup(
                 &sc.topology().with_seed(seed),
-                &sc.routes()[..nflows],
+                &sc.flow_routes(),
                 &crate::netem::probe(),
                 1500,
             )?;
             // Every `ip` and `tc` command that built it, one per line.
             let lines: Vec<String> = n.commands.iter().map(|c| c.join(" ") + "\n").collect();
             std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
-            paths = Some(Arc::new(n));
+            paths = Some(n);
         } else if cfg.backend == Backend::Netem {
             let n = NetemLink::setup(&spec, &crate::netem::probe(), 1500, true)?;
             // The link as the kernel was told it: one `tc` line per command.
@@ -121,7 +120,7 @@ impl PreparedLink {
                         .join("bottleneck-samples.jsonl")
                 })
                 .collect();
-            let sampler = p.start_sampler(Duration::from_millis(20), &files)?.pop();
+            let sampler = Some(p.start_sampler(Duration::from_millis(20), &files)?);
             return Ok(RepLink {
                 netem: None,
                 paths: self.paths,

@@ -108,7 +108,6 @@ fn run_rep(
     let end = RepEnd {
         seed,
         ended,
-        counters: Some(o.counters),
         links: o.links,
         active_s: o.active_s,
         cross: o.cross,

@@ -382,6 +382,14 @@ impl Scenario {
             .expect("a scenario's routes were checked when it was read")
     }
 
+    /// The routes of the flows alone (expanded by `count`): the first
+    /// part of [`Scenario::routes`].
+    pub fn flow_routes(&self) -> Vec<Route> {
+        let mut r = self.routes();
+        r.truncate(self.expanded_flows().len());
+        r
+    }
+
     /// [`Scenario::routes`], checked: an unknown link, a loop, an `rtt`
     /// below the path's own, a link no traffic crosses; `source` names
     /// the file in errors.

@@ -60,10 +60,8 @@ pub struct SimOutcome {
     /// deadline.
     #[serde(skip)]
     pub flows: Vec<(PathBuf, bool)>,
-    /// The first link's counters, up and down.
-    #[serde(skip)]
-    pub counters: [Counters; 2],
-    /// Every link's name and counters, up and down.
+    /// Every link's name and counters, up and down (the first link's
+    /// first).
     #[serde(skip)]
     pub links: Vec<(String, [Counters; 2])>,
     /// Virtual seconds until the last flow ended.
@@ -151,18 +149,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
         simulated_s: end.now as f64 / 1e9,
         events: end.events,
         datagrams: w.datagrams,
-        counters: w.net.first().each_ref().map(|d| d.counters.clone()),
-        links: w
-            .net
-            .links
-            .iter()
-            .map(|l| {
-                (
-                    l.name.clone(),
-                    l.dirs.each_ref().map(|d| d.counters.clone()),
-                )
-            })
-            .collect(),
+        links: w.net.counters(),
         active_s: end.active_end.unwrap_or(end.now) as f64 / 1e9,
         cross: w.cross.iter().map(|c| (c.sent, c.received)).collect(),
         flows: w.flows.iter().map(|f| (f.dir.clone(), f.killed)).collect(),

@@ -1,6 +1,8 @@
-//! Helpers shared by the simulator's integration tests.
+//! Helpers shared by the integration tests (each test crate uses some).
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -45,4 +47,36 @@ pub fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
     }
     out.sort();
     out
+}
+
+/// The workspace's `cclab`, once the binaries it starts for emu and netem
+/// runs are known to be built beside it.
+pub fn cclab() -> Command {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_cclab"));
+    let dir = exe.parent().unwrap().to_path_buf();
+    for b in ["quic-server", "quic-client"] {
+        assert!(
+            dir.join(b).exists(),
+            "{b} is not built in {}; run the tests with `cargo test --workspace` (or build it first)",
+            dir.display()
+        );
+    }
+    Command::new(exe)
+}
+
+/// `cclab run ARGS --quiet --out OUT`, which must succeed; its summary.json.
+pub fn cclab_run(args: &[&str], out: &Path) -> serde_json::Value {
+    let o = cclab()
+        .arg("run")
+        .args(args)
+        .args(["--quiet", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cclab run {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }

@@ -103,6 +103,35 @@ pub fn resolve_backend(spec: &LinkSpec) -> Backend {
     }
 }
 
+/// The backend a scenario runs on: as [`resolve_backend`] resolves its
+/// link, except that `auto` picks the emulator when netem could not run
+/// the scenario (cross traffic, or a link of several netem cannot
+/// emulate); and an explicit netem is refused then, naming why.
+pub fn resolve_scenario_backend(sc: &harness::scenario::Scenario) -> Backend {
+    let backend = match sc.link.backend {
+        Backend::Auto => {
+            let kernel_can = |l: &LinkSpec| {
+                l.up.trace.is_none()
+                    && l.down.trace.is_none()
+                    && harness::netem::unsupported_sched(l).is_none()
+            };
+            if resolve_backend(&sc.link) == Backend::Netem
+                && sc.topology().links.iter().all(|l| kernel_can(&l.spec))
+                && harness::run::check_backend(sc, Backend::Netem).is_ok()
+            {
+                Backend::Netem
+            } else {
+                Backend::Emu
+            }
+        }
+        _ => resolve_backend(&sc.link),
+    };
+    if let Err(e) = harness::run::check_backend(sc, backend) {
+        bad_input(e);
+    }
+    backend
+}
+
 /// `results/NAME-TIME`.
 pub fn default_out(name: &str) -> PathBuf {
     let t = harness::run::now_rfc3339().replace([':', '-'], "");

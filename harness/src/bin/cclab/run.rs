@@ -9,7 +9,7 @@ use harness::run::{RunConfig, RunError, RunSummary};
 use harness::scenario::Scenario;
 
 use crate::common::{
-    bad_input, bin_dir, default_out, qlog_level, resolve_backend, stop_flag, QLOG_DEFAULT,
+    bad_input, bin_dir, default_out, qlog_level, resolve_scenario_backend, stop_flag, QLOG_DEFAULT,
 };
 
 #[derive(clap::Args)]
@@ -79,20 +79,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         }
     }
     let sc = build_scenario(&a);
-    let backend = match sc.link.backend {
-        // Cross traffic runs through the emulator: `auto` picks it.
-        harness::link::Backend::Auto if !sc.cross.is_empty() => harness::link::Backend::Emu,
-        _ => resolve_backend(&sc.link),
-    };
-    if backend == harness::link::Backend::Netem && !sc.cross.is_empty() {
-        bad_input(harness::run::NETEM_CROSS);
-    }
-    if backend == harness::link::Backend::Netem && sc.has_paths() {
-        let nflows = sc.expanded_flows().len();
-        if let Err(e) = harness::netem_paths::check(&sc.topology(), &sc.routes()[..nflows]) {
-            bad_input(e);
-        }
-    }
+    let backend = resolve_scenario_backend(&sc);
     let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));
     refuse_complete(&out);
     let stop = stop_flag()?;

@@ -8,7 +8,7 @@ use harness::run::RunConfig;
 use harness::sweep::Sweep;
 
 use crate::common::{
-    bad_input, bin_dir, jobs, qlog_level, resolve_backend, stop_flag, QLOG_DEFAULT,
+    bad_input, bin_dir, jobs, qlog_level, resolve_scenario_backend, stop_flag, QLOG_DEFAULT,
 };
 
 #[derive(clap::Args)]
@@ -60,11 +60,7 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
             bad_input(format!("--link: `{b}` is not one of auto, emu, netem, sim"))
         });
     }
-    let backend = match sw.base.link.backend {
-        // Cross traffic runs through the emulator: `auto` picks it.
-        Backend::Auto if !sw.base.cross.is_empty() => Backend::Emu,
-        _ => resolve_backend(&sw.base.link),
-    };
+    let backend = resolve_scenario_backend(&sw.base);
     let jobs = jobs(a.jobs, backend);
     let cfg = RunConfig {
         out: a.out.clone(),
