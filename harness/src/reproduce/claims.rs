@@ -60,7 +60,43 @@ fn measure(
     let v = d
         .values(metric, sel.flow.as_deref())
         .map_err(|e| e.to_string())?;
-    Stat::of(&v).ok_or_else(|| format!("{metric} was not measured in {}", j.point.dir_name()))
+    strict_stat(&v, metric, &j.point.dir_name(), j.scenario.duration_ns)
+}
+
+/// Mean and CI of every repetition's value; a repetition without one
+/// (a transfer that did not finish, a metric the run did not record) is
+/// an error naming it, never left out.
+pub(super) fn strict_stat(
+    v: &[f64],
+    metric: &str,
+    run: &str,
+    duration_ns: u64,
+) -> Result<Stat, String> {
+    if v.is_empty() {
+        return Err(format!("{metric}: run {run} has no repetitions"));
+    }
+    let missing: Vec<String> = v
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| !x.is_finite())
+        .map(|(i, _)| (i + 1).to_string())
+        .collect();
+    if !missing.is_empty() {
+        let why = if metric == "completion_s" {
+            format!(
+                "a sized flow did not finish within the run's {} s",
+                duration_ns as f64 / 1e9
+            )
+        } else {
+            "the run did not record it".to_string()
+        };
+        return Err(format!(
+            "{metric} missing in repetition(s) {} of {} of run {run}: {why}",
+            missing.join(", "),
+            v.len()
+        ));
+    }
+    Stat::of(v).ok_or_else(|| format!("{metric} was not measured in {run}"))
 }
 
 /// The claim as the manifest states it, not yet measured: N/A.
@@ -80,26 +116,52 @@ fn unmeasured(c: &Claim) -> ClaimResult {
         test: c.test.clone(),
         over: c.over.clone(),
         verdict: "N/A".into(),
+        class: Class::NotApplicable,
         significant: false,
+        effect_pct: None,
+        min_effect_pct: 100.0 * c.min_effect(),
         detail: String::new(),
         reason: c.na.clone(),
-        note: c.note.clone(),
+        caveat: None,
+        note: None,
+        related: c.duplicate_of.clone().or_else(|| c.contradicts.clone()),
     }
 }
 
 /// A FAIL for want of a measurement.
 fn fail(r: &mut ClaimResult, why: String) {
     r.verdict = "FAIL".into();
+    r.class = Class::Unmeasured;
     r.detail = format!("no measurement: {why}");
-    r.reason = Some("a run is missing or failed (see the detail); nothing was measured".into());
+    r.reason = Some(
+        "a run is missing, failed or did not finish (see the detail); the claim was not measured"
+            .into(),
+    );
 }
 
-/// Checks claim `c` against the runs.
+/// Checks claim `c` against the runs; its class as a single claim
+/// (duplicates and contradictory pairs are marked by [`relate`]).
 pub(super) fn evaluate(m: &Manifest, c: &Claim, jobs: &[Job], data: &Data) -> ClaimResult {
     let mut r = unmeasured(c);
     if c.na.is_some() {
         return r;
     }
+    let exp_id = c.experiment.as_deref().unwrap_or("");
+    let quote = |t: &Option<String>| {
+        t.as_deref().map(|t| {
+            super::quote::render(t, &|q| {
+                let e = q.experiment.as_deref().unwrap_or(exp_id);
+                let ei = m
+                    .experiments
+                    .iter()
+                    .position(|x| x.id == e)
+                    .ok_or_else(|| format!("no experiment `{e}`"))?;
+                measure(jobs, data, ei, &q.metric, &q.selector, None)
+            })
+        })
+    };
+    r.caveat = quote(&c.caveat);
+    r.note = quote(&c.note);
     // Validated by Manifest::load.
     let exp = m
         .experiments
@@ -127,6 +189,7 @@ pub(super) fn evaluate(m: &Manifest, c: &Claim, jobs: &[Job], data: &Data) -> Cl
             return r;
         }
     };
+    let min_effect = c.min_effect();
     let outcome = if test.is_trend() {
         let series: Vec<(f64, expr::Row)> = over
             .iter()
@@ -134,26 +197,223 @@ pub(super) fn evaluate(m: &Manifest, c: &Claim, jobs: &[Job], data: &Data) -> Cl
             .map(|((_, x), row)| (*x, row.clone()))
             .collect();
         test.eval_trend(&series)
+            .map(|o| combine(c, vec![o], min_effect))
     } else {
-        at_every_place(c, &test, &places, &table)
+        at_every_place(c, &test, &places, &table, min_effect)
     };
     match outcome {
         Ok(o) => {
             r.verdict = if o.holds { "PASS" } else { "FAIL" }.into();
             r.significant = o.significant;
+            r.effect_pct = o.effect.map(|e| 100.0 * e);
+            r.class = match (o.holds, o.decisive) {
+                (true, true) => Class::Pass,
+                (true, false) => Class::PassWithinNoise,
+                (false, true) => Class::Fail,
+                (false, false) => Class::FailWithinNoise,
+            };
             r.detail = o.detail;
+            if !o.decisive {
+                r.detail.push_str(&format!(
+                    "; within noise: {}",
+                    if o.significant {
+                        format!(
+                            "below the claim's minimum effect of {:.0}%",
+                            100.0 * c.min_effect()
+                        )
+                    } else {
+                        "inside the repetitions' 95% confidence intervals".to_string()
+                    }
+                ));
+            }
             if !o.holds {
-                r.reason = c.if_fail.clone().or_else(|| {
+                r.reason = quote(&c.if_fail).or_else(|| {
                     Some(
                         "no explanation recorded yet; the measured figures are in the detail"
                             .into(),
                     )
                 });
             }
+            if let Some(g) = &c.guaranteed {
+                r.class = Class::Guaranteed;
+                r.caveat = Some(match r.caveat.take() {
+                    Some(cv) => format!("guaranteed here: {g}. {cv}"),
+                    None => format!("guaranteed here: {g}"),
+                });
+            }
         }
         Err(e) => fail(&mut r, e),
     }
     r
+}
+
+/// How a claim counts in a paper's totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// Holds, beyond the noise and the minimum effect: agreement.
+    Pass,
+    /// Holds on the means, but within noise or below the minimum effect.
+    PassWithinNoise,
+    /// Does not hold, beyond the noise and the minimum effect.
+    Fail,
+    /// Does not hold on the means, within noise or below the minimum effect.
+    FailWithinNoise,
+    /// A run was missing, failed or unfinished: nothing to compare.
+    Unmeasured,
+    /// Cannot be run (`na`).
+    #[serde(rename = "n/a")]
+    NotApplicable,
+    /// The same phenomenon as another claim on the same runs.
+    Duplicate,
+    /// One of a pair of claims stating opposite relations.
+    Contradictory,
+    /// Cannot come out otherwise in our setup.
+    Guaranteed,
+}
+
+impl Class {
+    /// The verdict as the tables print it.
+    pub fn label(self, verdict: &str, related: Option<&str>) -> String {
+        let rel = related.unwrap_or("?");
+        match self {
+            Class::Pass | Class::Fail => verdict.to_string(),
+            Class::PassWithinNoise | Class::FailWithinNoise => format!("{verdict} (within noise)"),
+            Class::Unmeasured => "FAIL (not measured)".into(),
+            Class::NotApplicable => "N/A".into(),
+            Class::Duplicate => format!("{verdict} (duplicate of {rel}, not counted)"),
+            Class::Contradictory => {
+                format!("{verdict} (contradicts {rel}: the pair is not counted)")
+            }
+            Class::Guaranteed => format!("{verdict} (guaranteed here, not counted)"),
+        }
+    }
+}
+
+/// A paper's verdicts, counted: each phenomenon once, agreement only
+/// where it is beyond noise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// Claims in the paper.
+    pub claims: usize,
+    /// PASS beyond noise and the minimum effect.
+    pub pass: usize,
+    /// PASS within noise.
+    pub pass_within_noise: usize,
+    /// FAIL beyond noise and the minimum effect.
+    pub fail: usize,
+    /// FAIL within noise.
+    pub fail_within_noise: usize,
+    /// Not measured (a run missing, failed or unfinished).
+    pub unmeasured: usize,
+    /// N/A.
+    pub na: usize,
+    /// Contradictory pairs (each pair once; two claims).
+    pub contradictory_pairs: usize,
+    /// Duplicates (counted through the claim they repeat).
+    pub duplicates: usize,
+    /// Guaranteed outcomes.
+    pub guaranteed: usize,
+}
+
+impl Counts {
+    /// Counts the claims by class.
+    pub fn of(claims: &[ClaimResult]) -> Counts {
+        let n = |k: Class| claims.iter().filter(|c| c.class == k).count();
+        Counts {
+            claims: claims.len(),
+            pass: n(Class::Pass),
+            pass_within_noise: n(Class::PassWithinNoise),
+            fail: n(Class::Fail),
+            fail_within_noise: n(Class::FailWithinNoise),
+            unmeasured: n(Class::Unmeasured),
+            na: n(Class::NotApplicable),
+            contradictory_pairs: n(Class::Contradictory) / 2,
+            duplicates: n(Class::Duplicate),
+            guaranteed: n(Class::Guaranteed),
+        }
+    }
+
+    /// Adds another paper's counts.
+    pub fn add(&mut self, o: &Counts) {
+        self.claims += o.claims;
+        self.pass += o.pass;
+        self.pass_within_noise += o.pass_within_noise;
+        self.fail += o.fail;
+        self.fail_within_noise += o.fail_within_noise;
+        self.unmeasured += o.unmeasured;
+        self.na += o.na;
+        self.contradictory_pairs += o.contradictory_pairs;
+        self.duplicates += o.duplicates;
+        self.guaranteed += o.guaranteed;
+    }
+
+    /// One line: `3 PASS, 2 PASS within noise, ...; not counted: ...`.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "{} PASS, {} FAIL beyond noise; {} PASS and {} FAIL within noise",
+            self.pass, self.fail, self.pass_within_noise, self.fail_within_noise
+        );
+        if self.unmeasured > 0 {
+            s.push_str(&format!("; {} NOT MEASURED", self.unmeasured));
+        }
+        s.push_str(&format!("; {} N/A", self.na));
+        let mut nc = Vec::new();
+        if self.contradictory_pairs > 0 {
+            nc.push(format!(
+                "{} contradictory pair{}",
+                self.contradictory_pairs,
+                if self.contradictory_pairs == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ));
+        }
+        if self.duplicates > 0 {
+            nc.push(format!(
+                "{} duplicate{}",
+                self.duplicates,
+                if self.duplicates == 1 { "" } else { "s" }
+            ));
+        }
+        if self.guaranteed > 0 {
+            nc.push(format!("{} guaranteed", self.guaranteed));
+        }
+        if !nc.is_empty() {
+            s.push_str(&format!("; not counted: {}", nc.join(", ")));
+        }
+        s
+    }
+}
+
+/// Marks duplicates and contradictory pairs (after every claim was
+/// evaluated on its own): a measured claim that repeats another, or
+/// states the opposite of another, is reported with its verdict but
+/// counted only through the relation.
+pub(super) fn relate(m: &Manifest, results: &mut [ClaimResult]) {
+    let measured = |r: &ClaimResult| !matches!(r.class, Class::NotApplicable | Class::Unmeasured);
+    for (i, c) in m.claims.iter().enumerate() {
+        if !measured(&results[i]) {
+            continue;
+        }
+        if let Some(d) = &c.duplicate_of {
+            results[i].class = Class::Duplicate;
+            results[i].related = Some(d.clone());
+        }
+        if let Some(o) = &c.contradicts {
+            let Some(j) = m.claims.iter().position(|x| &x.id == o) else {
+                continue;
+            };
+            if !measured(&results[j]) {
+                continue;
+            }
+            for (k, other) in [(i, o.clone()), (j, c.id.clone())] {
+                results[k].class = Class::Contradictory;
+                results[k].related = Some(other);
+            }
+        }
+    }
 }
 
 /// The labels (and x values) of the claim's `over` axis present in this
@@ -228,6 +488,21 @@ fn measure_table(
     Ok(table)
 }
 
+/// A verdict before it is classed.
+pub(super) struct Verdict {
+    /// Holds on the means.
+    pub holds: bool,
+    /// Would come out the same if every place within the confidence
+    /// intervals came out the other way.
+    pub significant: bool,
+    /// The same, counting places below the minimum effect as noise too.
+    pub decisive: bool,
+    /// The effect (at one place; the smallest deciding one at several).
+    pub effect: Option<f64>,
+    /// The figures.
+    pub detail: String,
+}
+
 /// The test at each place, combined: it holds where it holds at every
 /// place (or, with `require = "most"`, at most places).
 fn at_every_place(
@@ -235,7 +510,8 @@ fn at_every_place(
     test: &Test,
     places: &[Option<&str>],
     table: &[expr::Row],
-) -> Result<Outcome, String> {
+    min_effect: f64,
+) -> Result<Verdict, String> {
     let mut outs = Vec::new();
     for (k, row) in table.iter().enumerate() {
         let mut o = test.eval(row)?;
@@ -244,26 +520,332 @@ fn at_every_place(
         }
         outs.push(o);
     }
+    Ok(combine(c, outs, min_effect))
+}
+
+/// Places' outcomes as one verdict. A verdict is significant (decisive)
+/// when flipping every place that is within noise (or, for decisive, below
+/// the minimum effect) would not change it: with `all`, a PASS needs every
+/// place clear and a FAIL one clear failing place; with `most`, a PASS
+/// needs a majority of clear passes and a FAIL no majority even if every
+/// unclear place passed.
+pub(super) fn combine(c: &Claim, mut outs: Vec<Outcome>, min_effect: f64) -> Verdict {
     let n = outs.len();
     let held = outs.iter().filter(|o| o.holds).count();
-    let sig = outs.iter().filter(|o| o.significant).count();
     let most = c.require.as_deref() == Some("most");
     let holds = if most { 2 * held > n } else { held == n };
-    let significant = if most { 2 * sig > n } else { sig == n };
-    Ok(Outcome {
+    let clear = |o: &Outcome, with_effect: bool| {
+        o.significant && (!with_effect || o.effect.is_none_or(|e| e >= min_effect))
+    };
+    let stable = |with_effect: bool| {
+        let clear_holds = outs
+            .iter()
+            .filter(|o| o.holds && clear(o, with_effect))
+            .count();
+        let clear_fails = outs
+            .iter()
+            .filter(|o| !o.holds && clear(o, with_effect))
+            .count();
+        let best_holds = n - clear_fails;
+        match (holds, most) {
+            (true, false) => clear_holds == n,
+            (false, false) => clear_fails >= 1,
+            (true, true) => 2 * clear_holds > n,
+            (false, true) => 2 * best_holds <= n,
+        }
+    };
+    let (significant, decisive) = (stable(false), stable(true));
+    let effect = outs
+        .iter()
+        .filter(|o| o.holds == holds)
+        .filter_map(|o| o.effect)
+        .min_by(|a, b| a.total_cmp(b));
+    let detail = if n > 1 {
+        format!(
+            "holds at {held} of {n} {}: {}",
+            c.over.as_deref().unwrap_or("points"),
+            outs.iter()
+                .map(|o| o.detail.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    } else {
+        outs.pop().map(|o| o.detail).unwrap_or_default()
+    };
+    Verdict {
         holds,
         significant,
-        detail: if n > 1 {
+        decisive,
+        effect,
+        detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    /// A paper with one experiment (axis `cc`: a, b) and these claims.
+    fn manifest(dir: &Path, claims: &str) -> Result<Manifest, String> {
+        std::fs::write(
+            dir.join("x.toml"),
+            "name = \"x\"\n[[flows]]\ncc = \"newreno\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("paper.toml"),
             format!(
-                "holds at {held} of {n} {}: {}",
-                c.over.as_deref().unwrap_or("points"),
-                outs.iter()
-                    .map(|o| o.detail.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                r#"paper = "p"
+title = "t"
+seed = "s"
+[[experiment]]
+id = "e"
+source = "s"
+scenario = "x.toml"
+[[experiment.axis]]
+name = "cc"
+field = "flows.0.cc"
+values = ["a", "b"]
+{claims}"#
+            ),
+        )
+        .unwrap();
+        Manifest::load(dir).map_err(|e| e.to_string())
+    }
+
+    /// A run directory whose repetitions have these link figures (drops,
+    /// utilization, queue delay) and flow completions.
+    fn run(dir: &Path, reps: &[(f64, f64, f64, bool)]) -> RunData {
+        let reps: Vec<serde_json::Value> = reps
+            .iter()
+            .enumerate()
+            .map(|(i, (d, u, q, done))| {
+                serde_json::json!({
+                    "rep": i + 1,
+                    "bottleneck": {"drops": d, "utilization": u, "queue_delay_ms_mean": q, "loss_rate": 0.01},
+                    "flows": [{"index": 0, "cc": "x", "bytes": 1e6, "goodput_bps": 1e6, "complete": done}]
+                })
+            })
+            .collect();
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("summary.json"),
+            serde_json::json!({"bottleneck": {"direction": "down"}, "repetitions": reps})
+                .to_string(),
+        )
+        .unwrap();
+        RunData::load(dir).unwrap()
+    }
+
+    const CLAIMS: &str = r#"
+[[claim]]
+id = "up"
+source = "s"
+statement = "a drops more"
+experiment = "e"
+metric = "drops"
+values = { a = "cc=a", b = "cc=b" }
+test = "a > b"
+[[claim]]
+id = "down"
+source = "s"
+statement = "a drops less (the paper says both)"
+experiment = "e"
+metric = "drops"
+values = { a = "cc=a", b = "cc=b" }
+test = "a < b"
+contradicts = "up"
+[[claim]]
+id = "again"
+source = "s"
+statement = "the same phenomenon in utilization"
+experiment = "e"
+metric = "utilization"
+values = { a = "cc=a", b = "cc=b" }
+test = "a > b"
+duplicate_of = "up"
+[[claim]]
+id = "tiny"
+source = "s"
+statement = "a queues longer"
+experiment = "e"
+metric = "queue_delay_ms"
+values = { a = "cc=a", b = "cc=b" }
+test = "a > b"
+caveat = "b queues {queue_delay_ms:cc=b} ms"
+[[claim]]
+id = "sat"
+source = "s"
+statement = "both use the link alike"
+experiment = "e"
+metric = "utilization"
+values = { a = "cc=a", b = "cc=b" }
+test = "within(a, b, 5%)"
+guaranteed = "both saturate the link"
+[[claim]]
+id = "done"
+source = "s"
+statement = "a finishes"
+experiment = "e"
+metric = "completion_s"
+values = { a = "cc=a" }
+test = "a < 100"
+[[claim]]
+id = "cannot"
+source = "s"
+statement = "a radio claim"
+na = "no radio here"
+"#;
+
+    #[test]
+    fn counts_each_phenomenon_once_and_noise_apart() {
+        let tmp = tempfile::tempdir().unwrap();
+        let m = manifest(tmp.path(), CLAIMS).unwrap();
+        let sc = Scenario::parse(
+            "name = \"x\"\n[[flows]]\ncc = \"newreno\"\n",
+            "t",
+            tmp.path(),
+        )
+        .unwrap();
+        let mut data = Data::new();
+        let mut jobs = Vec::new();
+        let a = [
+            (110.0, 0.99, 10.0, true),
+            (112.0, 0.99, 10.1, false),
+            (111.0, 0.99, 10.05, true),
+        ];
+        let b = [
+            (100.0, 0.95, 10.0, true),
+            (101.0, 0.96, 9.95, true),
+            (99.0, 0.95, 10.0, true),
+        ];
+        for (p, reps) in m.experiments[0]
+            .points(false)
+            .into_iter()
+            .zip([&a[..], &b[..]])
+        {
+            let dir = tmp.path().join(p.dir_name());
+            data.insert(dir.clone(), Ok(run(&dir, reps)));
+            jobs.push(Job {
+                exp: 0,
+                qlog: quic_app::QlogLevel::Off,
+                point: p,
+                dir,
+                scenario: sc.clone(),
+            });
+        }
+        let mut r: Vec<ClaimResult> = m
+            .claims
+            .iter()
+            .map(|c| evaluate(&m, c, &jobs, &data))
+            .collect();
+        relate(&m, &mut r);
+        let class = |id: &str| r.iter().find(|c| c.id == id).unwrap().class;
+        assert_eq!(class("up"), Class::Contradictory);
+        assert_eq!(class("down"), Class::Contradictory);
+        assert_eq!(class("again"), Class::Duplicate);
+        assert_eq!(class("tiny"), Class::PassWithinNoise, "{:?}", r[3]);
+        assert_eq!(class("sat"), Class::Guaranteed);
+        assert_eq!(class("done"), Class::Unmeasured, "{:?}", r[5]);
+        assert!(
+            r[5].detail.contains("repetition(s) 2 of 3"),
+            "{}",
+            r[5].detail
+        );
+        assert_eq!(class("cannot"), Class::NotApplicable);
+        let up = &r[0];
+        assert!(
+            up.detail
+                .contains("a 111 ± 2.48 > b 100 ± 2.48 (differ by 9.9%)"),
+            "the relation observed: {}",
+            up.detail
+        );
+        assert!(
+            r[3].caveat
+                .as_deref()
+                .unwrap()
+                .starts_with("b queues 9.98 ±"),
+            "{:?}",
+            r[3].caveat
+        );
+        let n = Counts::of(&r);
+        assert_eq!(
+            n,
+            Counts {
+                claims: 7,
+                pass: 0,
+                pass_within_noise: 1,
+                fail: 0,
+                fail_within_noise: 0,
+                unmeasured: 1,
+                na: 1,
+                contradictory_pairs: 1,
+                duplicates: 1,
+                guaranteed: 1,
+            }
+        );
+        // Without the relations, the same runs count two agreements more.
+        let plain = CLAIMS
+            .replace("contradicts = \"up\"\n", "")
+            .replace("duplicate_of = \"up\"\n", "")
+            .replace("test = \"a < b\"", "test = \"b > 2 * a\"");
+        let m2 = manifest(tmp.path(), &plain).unwrap();
+        let mut r2: Vec<ClaimResult> = m2
+            .claims
+            .iter()
+            .map(|c| evaluate(&m2, c, &jobs, &data))
+            .collect();
+        relate(&m2, &mut r2);
+        let n2 = Counts::of(&r2);
+        assert_eq!((n2.pass, n2.fail, n2.duplicates), (2, 1, 0), "{n2:?}");
+    }
+
+    #[test]
+    fn undeclared_opposites_and_repeats_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = |t: &str, extra: &str| {
+            format!(
+                r#"
+[[claim]]
+id = "one"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "drops"
+values = {{ a = "cc=a", b = "cc=b" }}
+test = "a > b"
+[[claim]]
+id = "two"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "drops"
+values = {{ a = "cc=a", b = "cc=b" }}
+test = "{t}"
+{extra}"#
             )
-        } else {
-            outs.pop().map(|o| o.detail).unwrap_or_default()
-        },
-    })
+        };
+        let e = manifest(tmp.path(), &c("b > a", "")).unwrap_err();
+        assert!(
+            e.contains("opposite relations") && e.contains("contradicts"),
+            "{e}"
+        );
+        let e = manifest(tmp.path(), &c("a > b", "")).unwrap_err();
+        assert!(e.contains("duplicate_of"), "{e}");
+        manifest(tmp.path(), &c("b > a", "contradicts = \"one\"")).unwrap();
+        let e = manifest(tmp.path(), &c("b > a", "contradicts = \"nobody\"")).unwrap_err();
+        assert!(e.contains("no claim `nobody`"), "{e}");
+        let e = manifest(tmp.path(), &c("a < 2 * b", "min_effect = \"two\"")).unwrap_err();
+        assert!(e.contains("min_effect"), "{e}");
+        let e = manifest(
+            tmp.path(),
+            &c("a < 2 * b", "if_fail = \"our queue {queue:cc=a}\""),
+        )
+        .unwrap_err();
+        assert!(e.contains("metric `queue`"), "{e}");
+        let e = manifest(tmp.path(), &c("a < 2 * b", "note = \"{drops:cc=c}\"")).unwrap_err();
+        assert!(e.contains("`c` is not a label"), "{e}");
+    }
 }

@@ -1,6 +1,7 @@
 //! The runs of a reproduction: one job per point of every experiment,
 //! each a normal run into `runs/<experiment>/<point>/`, reused when a
-//! complete run of the same scenario is already there.
+//! complete run of the same scenario, made by the same build (commit and
+//! binaries, `build.json` in the run), is already there.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::manifest::{Experiment, Manifest, Point, Selector};
-use super::{Options, ReproError};
+use super::{Build, Options, ReproError};
 use crate::run::{RunConfig, RunError};
 use crate::scenario::Scenario;
 
@@ -109,17 +110,32 @@ pub(super) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>,
     Ok(jobs)
 }
 
-/// The jobs to run: all but complete runs of the same scenario, whose
-/// stale leftovers are removed.
-fn to_do(jobs: &[Job]) -> Result<Vec<usize>, ReproError> {
+/// The file in a run directory naming the build that made it.
+pub(super) const BUILD_FILE: &str = "build.json";
+
+/// The build recorded in run directory `dir`, if any.
+pub(super) fn recorded_build(dir: &Path) -> Option<Build> {
+    let b = std::fs::read(dir.join(BUILD_FILE)).ok()?;
+    serde_json::from_slice(&b).ok()
+}
+
+/// The jobs to run: all but complete runs of the same scenario made by
+/// `build`; stale leftovers are removed. Also returns how many complete
+/// runs of the same scenario are re-run because another build made them.
+fn to_do(jobs: &[Job], build: &Build) -> Result<(Vec<usize>, usize), ReproError> {
     let mut todo = Vec::new();
+    let mut rebuilt = 0;
     for (i, j) in jobs.iter().enumerate() {
         let want = toml::to_string(&j.scenario.to_toml()).unwrap_or_default();
         let complete = std::fs::read_to_string(j.dir.join("status.json"))
             .is_ok_and(|s| s.contains("\"complete\""));
         let same = std::fs::read_to_string(j.dir.join("scenario.toml")).is_ok_and(|s| s == want);
-        if complete && same {
+        let same_build = recorded_build(&j.dir).as_ref() == Some(build);
+        if complete && same && same_build {
             continue;
+        }
+        if complete && same {
+            rebuilt += 1;
         }
         if j.dir.exists() {
             std::fs::remove_dir_all(&j.dir)?;
@@ -129,7 +145,7 @@ fn to_do(jobs: &[Job]) -> Result<Vec<usize>, ReproError> {
         }
         todo.push(i);
     }
-    Ok(todo)
+    Ok((todo, rebuilt))
 }
 
 /// Runs what is not already complete, `opts.jobs` at once; returns (runs
@@ -137,16 +153,23 @@ fn to_do(jobs: &[Job]) -> Result<Vec<usize>, ReproError> {
 pub(super) fn run_jobs(
     m: &Manifest,
     jobs: &[Job],
+    build: &Build,
     opts: &Options,
 ) -> Result<(usize, Vec<String>), ReproError> {
-    let todo = to_do(jobs)?;
+    let (todo, rebuilt) = to_do(jobs, build)?;
     if !opts.quiet {
         eprintln!(
-            "cclab reproduce {}: {} run(s), {} to do, {} reused; {} at once on {}",
+            "cclab reproduce {}: {} run(s), {} to do{}, {} reused; build {}; {} at once on {}",
             m.paper,
             jobs.len(),
             todo.len(),
+            if rebuilt > 0 {
+                format!(" ({rebuilt} complete but made by another build)")
+            } else {
+                String::new()
+            },
             jobs.len() - todo.len(),
+            build.git_revision,
             opts.jobs.max(1),
             opts.backend.as_str()
         );
@@ -172,7 +195,7 @@ pub(super) fn run_jobs(
                     m.experiments[jobs[i].exp].id,
                     jobs[i].point.dir_name()
                 );
-                let (status, failure) = run_job(&jobs[i], opts, workers, &name);
+                let (status, failure) = run_job(&jobs[i], opts, workers, &name, build);
                 if let Some(f) = failure {
                     failed.lock().unwrap().push(f);
                 }
@@ -198,7 +221,13 @@ pub(super) fn run_jobs(
 
 /// Runs one job (`workers` running beside it); its status for the
 /// progress line, and the failure to report if it failed.
-fn run_job(j: &Job, opts: &Options, workers: usize, name: &str) -> (String, Option<String>) {
+fn run_job(
+    j: &Job,
+    opts: &Options,
+    workers: usize,
+    name: &str,
+    build: &Build,
+) -> (String, Option<String>) {
     let cfg = RunConfig {
         out: j.dir.clone(),
         bin_dir: opts.bin_dir.clone(),
@@ -212,7 +241,15 @@ fn run_job(j: &Job, opts: &Options, workers: usize, name: &str) -> (String, Opti
         qlog_level: j.qlog,
     };
     match crate::run::run(&j.scenario, &cfg) {
-        Ok(s) if s.status == "complete" => ("done".to_string(), None),
+        Ok(s) if s.status == "complete" => {
+            match crate::files::write_json_atomic(&j.dir.join(BUILD_FILE), build) {
+                Ok(()) => ("done".to_string(), None),
+                Err(e) => (
+                    format!("failed: {e}"),
+                    Some(format!("{name}: cannot record its build: {e}")),
+                ),
+            }
+        }
         Ok(s) => (s.status.clone(), Some(format!("{name}: {}", s.status))),
         Err(RunError::Exists(_)) => ("done".to_string(), None),
         Err(e) => (format!("failed: {e}"), Some(format!("{name}: {e}"))),

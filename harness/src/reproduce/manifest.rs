@@ -30,7 +30,12 @@
 //! test = "ours < base"                 # see `expr`
 //! over = "buffer"                      # optional: test at every label of this axis
 //! require = "all"                      # with `over`: all (default) or most
-//! if_fail = "the likely reason, shown with a FAIL"
+//! min_effect = "2%"                    # smaller differences are within noise (default 2%)
+//! if_fail = "the likely reason, shown with a FAIL; {queue_pkts:cc=ours} is measured now"
+//! caveat = "shown with every verdict"
+//! # duplicate_of = "T0-drops"          # the same phenomenon on the same runs: counted once
+//! # contradicts = "T1-queue"           # the paper claims both: the pair is counted once
+//! # guaranteed = "why the outcome cannot differ here": shown, never counted
 //! # or, for a claim that cannot be run:
 //! # na = "why (e.g. PIPD has no published definition)"
 //!
@@ -47,6 +52,11 @@
 //! A selector is `key=value` conditions joined by `,`: an axis name and
 //! one of its labels, or `flow=<algorithm name>` / `flow=#<index>` to pick
 //! flows inside a run (by default all of its flows).
+//!
+//! Texts that explain a result (`if_fail`, `caveat`, `note`) quote
+//! measured figures only through placeholders, measured afresh by every
+//! reproduction: `{metric:selector}` in the claim's experiment, or
+//! `{metric:selector@experiment}` in another one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -182,10 +192,44 @@ pub struct Claim {
     pub require: Option<String>,
     /// Why it cannot be run (verdict N/A).
     pub na: Option<String>,
+    /// The smallest difference that counts as agreement or disagreement,
+    /// as a percentage of the larger side (`"2%"`, the default).
+    pub min_effect: Option<String>,
     /// The likely reason, given with a FAIL.
     pub if_fail: Option<String>,
+    /// A reservation shown with every verdict, PASS included.
+    pub caveat: Option<String>,
     /// Anything else worth saying next to the verdict.
     pub note: Option<String>,
+    /// Another claim that measures the same phenomenon on the same runs:
+    /// this one is reported but counted only through that one.
+    pub duplicate_of: Option<String>,
+    /// Another claim of the paper that states the opposite relation on
+    /// the same measurements: one of the two must pass, so the pair is
+    /// reported once, as contradictory, and neither counts.
+    pub contradicts: Option<String>,
+    /// Why the outcome cannot differ in our setup (a saturated link's
+    /// aggregate, schedulers that are one here): reported, never counted.
+    pub guaranteed: Option<String>,
+}
+
+/// The minimum effect of a claim with none stated.
+pub const DEFAULT_MIN_EFFECT: f64 = 0.02;
+
+impl Claim {
+    /// The minimum effect as a fraction (validated by `Manifest::load`).
+    pub fn min_effect(&self) -> f64 {
+        self.min_effect
+            .as_deref()
+            .and_then(parse_percent)
+            .unwrap_or(DEFAULT_MIN_EFFECT)
+    }
+}
+
+/// `"2%"` or `"0.5 %"` as a fraction in [0, 1]; `None` otherwise.
+pub fn parse_percent(s: &str) -> Option<f64> {
+    let v: f64 = s.trim().strip_suffix('%')?.trim().parse().ok()?;
+    (v.is_finite() && (0.0..=100.0).contains(&v)).then_some(v / 100.0)
 }
 
 /// A figure redrawn from our runs.

@@ -185,8 +185,8 @@ fn link_value(metric: &str, r: &Value) -> Option<f64> {
         "utilization" => 100.0 * num(&b["utilization"]),
         "utilization_steady" => 100.0 * num(&b["utilization_steady"]),
         "queue_delay_ms" => num(&b["queue_delay_ms_mean"]),
-        "loss_rate" => 100.0 * b["loss_rate"].as_f64().unwrap_or(0.0),
-        "delivery_ratio" => 100.0 * (1.0 - b["loss_rate"].as_f64().unwrap_or(0.0)),
+        "loss_rate" => 100.0 * num(&b["loss_rate"]),
+        "delivery_ratio" => 100.0 * (1.0 - num(&b["loss_rate"])),
         "jain" => num(&r["jain_fairness"]),
         _ => return None,
     })

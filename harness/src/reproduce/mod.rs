@@ -16,6 +16,7 @@ mod figures;
 mod jobs;
 pub mod manifest;
 pub mod metrics;
+pub mod quote;
 mod validate;
 mod writeup;
 
@@ -32,6 +33,7 @@ use jobs::Job;
 use manifest::{Manifest, Point};
 use metrics::RunData;
 
+pub use claims::{Class, Counts};
 pub use jobs::point_scenario;
 pub use writeup::{markdown, terminal};
 
@@ -91,18 +93,76 @@ pub struct ClaimResult {
     /// The axis the test runs along.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over: Option<String>,
-    /// PASS, FAIL or N/A.
+    /// PASS, FAIL or N/A: whether the test holds on the means.
     pub verdict: String,
-    /// Whether the outcome is beyond the repetitions' noise.
+    /// How it counts: `pass`, `pass-within-noise`, `fail`,
+    /// `fail-within-noise`, `unmeasured`, `n/a`, `duplicate`,
+    /// `contradictory` or `guaranteed`.
+    pub class: claims::Class,
+    /// Whether the outcome is beyond the repetitions' 95% confidence
+    /// intervals (ignoring the minimum effect).
     pub significant: bool,
-    /// The measured figures behind the verdict.
+    /// The measured difference, % of the larger side (comparisons and
+    /// trends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect_pct: Option<f64>,
+    /// The claim's minimum effect, %.
+    pub min_effect_pct: f64,
+    /// The measured figures behind the verdict and the relation observed.
     pub detail: String,
     /// Why: the likely reason of a FAIL, or why it is N/A.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A reservation that holds whatever the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
     /// Other remarks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The claim this one duplicates or contradicts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related: Option<String>,
+}
+
+impl ClaimResult {
+    /// The verdict as tables print it (`PASS (within noise)`, ...).
+    pub fn label(&self) -> String {
+        self.class.label(&self.verdict, self.related.as_deref())
+    }
+}
+
+/// What made a reproduction's runs: the commit and a fingerprint of the
+/// binaries that ran them. Runs are reused only under the same build.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Build {
+    /// `git describe`-style revision the binary was built at.
+    pub git_revision: String,
+    /// A hash of the binaries' bytes (cclab; with emu and netem also
+    /// quic-server and quic-client).
+    pub fingerprint: String,
+}
+
+impl Build {
+    /// This process's build, for `backend`.
+    pub fn current(backend: Backend, bin_dir: &Path) -> std::io::Result<Build> {
+        use std::hash::Hasher;
+        let mut files = vec![std::env::current_exe()?];
+        if backend != Backend::Sim {
+            files.push(bin_dir.join("quic-server"));
+            files.push(bin_dir.join("quic-client"));
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for f in &files {
+            let bytes = std::fs::read(f)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", f.display())))?;
+            h.write_usize(bytes.len());
+            h.write(&bytes);
+        }
+        Ok(Build {
+            git_revision: env!("CCLAB_GIT_REV").to_string(),
+            fingerprint: format!("{:016x}", h.finish()),
+        })
+    }
 }
 
 /// One paper's reproduction.
@@ -128,20 +188,16 @@ pub struct PaperResult {
     pub interrupted: bool,
     /// Wall time, s.
     pub wall_s: f64,
+    /// The build that made every run (older runs are re-run, not reused).
+    pub build: Build,
+    /// Verdicts counted (see [`Counts`]).
+    pub counts: Counts,
     /// Claims.
     pub claims: Vec<ClaimResult>,
     /// Figures written (file names in the paper's directory).
     pub figures: Vec<String>,
     /// The paper's output directory.
     pub dir: PathBuf,
-}
-
-impl PaperResult {
-    /// Verdict counts: PASS, FAIL, N/A.
-    pub fn counts(&self) -> (usize, usize, usize) {
-        let n = |v: &str| self.claims.iter().filter(|c| c.verdict == v).count();
-        (n("PASS"), n("FAIL"), n("N/A"))
-    }
 }
 
 /// Why a reproduction could not run.
@@ -188,7 +244,8 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
     let out = opts.out.join(&m.paper);
     std::fs::create_dir_all(&out)?;
     let jobs = jobs::plan(&m, &out, opts)?;
-    let (ran, failed) = jobs::run_jobs(&m, &jobs, opts)?;
+    let build = Build::current(opts.backend, &opts.bin_dir)?;
+    let (ran, failed) = jobs::run_jobs(&m, &jobs, &build, opts)?;
     let interrupted = opts.stop.load(Ordering::Relaxed);
 
     // Measurements.
@@ -201,11 +258,12 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
             )
         })
         .collect();
-    let claims: Vec<ClaimResult> = m
+    let mut claims: Vec<ClaimResult> = m
         .claims
         .iter()
         .map(|c| claims::evaluate(&m, c, &jobs, &data))
         .collect();
+    claims::relate(&m, &mut claims);
     let figures = figures::figures(&m, &jobs_view(&jobs), &data, &out);
     let r = PaperResult {
         paper: m.paper.clone(),
@@ -218,6 +276,8 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
         failed,
         interrupted,
         wall_s: t0.elapsed().as_secs_f64(),
+        build,
+        counts: Counts::of(&claims),
         claims,
         figures,
         dir: out.clone(),

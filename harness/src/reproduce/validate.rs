@@ -29,9 +29,148 @@ impl Manifest {
             self.validate_claim(c)
                 .map_err(|p| format!("claim `{}`: {p}", c.id))?;
         }
+        for c in &self.claims {
+            self.validate_relations(c)
+                .map_err(|p| format!("claim `{}`: {p}", c.id))?;
+        }
+        self.undeclared_relations()?;
         for f in &self.figures {
             self.validate_figure(f)
                 .map_err(|p| format!("figure `{}`: {p}", f.id))?;
+        }
+        Ok(())
+    }
+
+    /// `duplicate_of` and `contradicts` name another measured claim that is
+    /// in no relation of its own; the quoted figures of the texts are real.
+    fn validate_relations(&self, c: &Claim) -> Result<(), String> {
+        let find = |field: &str, id: &str| -> Result<&Claim, String> {
+            if id == c.id {
+                return Err(format!("{field}: a claim cannot name itself"));
+            }
+            let o = self
+                .claims
+                .iter()
+                .find(|x| x.id == id)
+                .ok_or_else(|| format!("{field}: no claim `{id}` in this paper"))?;
+            if o.na.is_some() {
+                return Err(format!(
+                    "{field}: `{id}` is N/A, so nothing is repeated or contradicted"
+                ));
+            }
+            if o.duplicate_of.is_some() || o.contradicts.is_some() {
+                return Err(format!(
+                    "{field}: `{id}` is itself a duplicate or one of a contradictory pair; name the claim it refers to"
+                ));
+            }
+            Ok(o)
+        };
+        let related = [
+            c.duplicate_of.is_some(),
+            c.contradicts.is_some(),
+            c.guaranteed.is_some(),
+        ];
+        if related.iter().filter(|x| **x).count() > 1 {
+            return Err("duplicate_of, contradicts and guaranteed exclude each other".into());
+        }
+        if c.na.is_some() && related.iter().any(|x| *x) {
+            return Err(
+                "an N/A claim is not measured: drop duplicate_of, contradicts or guaranteed".into(),
+            );
+        }
+        if let Some(d) = &c.duplicate_of {
+            find("duplicate_of", d)?;
+        }
+        if let Some(o) = &c.contradicts {
+            let other = find("contradicts", o)?;
+            if self
+                .claims
+                .iter()
+                .any(|x| x.id != c.id && x.contradicts.as_deref() == Some(o))
+            {
+                return Err(format!(
+                    "contradicts: `{o}` is already in a contradictory pair"
+                ));
+            }
+            if other.guaranteed.is_some() {
+                return Err(format!("contradicts: `{o}` is marked guaranteed"));
+            }
+        }
+        if let Some(me) = &c.min_effect {
+            if super::manifest::parse_percent(me).is_none() {
+                return Err(format!(
+                    "min_effect: `{me}` is not a percentage from 0% to 100% such as \"2%\""
+                ));
+            }
+        }
+        for (field, text) in [
+            ("if_fail", &c.if_fail),
+            ("caveat", &c.caveat),
+            ("note", &c.note),
+        ] {
+            let Some(t) = text else { continue };
+            for q in super::quote::parse(t).map_err(|p| format!("{field}: {p}"))? {
+                let eid = q
+                    .experiment
+                    .as_deref()
+                    .or(c.experiment.as_deref())
+                    .ok_or_else(|| {
+                        format!(
+                            "{field}: {{{}:{}}} needs @experiment (the claim has none)",
+                            q.metric, q.selector
+                        )
+                    })?;
+                let e = self
+                    .experiment(eid)
+                    .ok_or_else(|| format!("{field}: experiment `{eid}` is not defined"))?;
+                check_metric(&q.metric).map_err(|p| format!("{field}: {p}"))?;
+                check_selector(e, &q.selector)
+                    .map_err(|p| format!("{field}: {{{}:{}}}: {p}", q.metric, q.selector))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Two measured claims on the same runs and metric that test the same
+    /// relation (a duplicate) or opposite ones (one always passes) must
+    /// say so, or the counts would be inflated.
+    fn undeclared_relations(&self) -> Result<(), String> {
+        let measured: Vec<&Claim> = self.claims.iter().filter(|c| c.na.is_none()).collect();
+        for (i, a) in measured.iter().enumerate() {
+            for b in &measured[i + 1..] {
+                if a.experiment != b.experiment
+                    || a.metric != b.metric
+                    || a.over != b.over
+                    || a.values != b.values
+                {
+                    continue;
+                }
+                let (Some(ta), Some(tb)) = (a.test.as_deref(), b.test.as_deref()) else {
+                    continue;
+                };
+                let (Ok(ta), Ok(tb)) = (Test::parse(ta), Test::parse(tb)) else {
+                    continue;
+                };
+                let declared = |x: &Claim, y: &Claim| {
+                    x.contradicts.as_deref() == Some(y.id.as_str())
+                        || x.duplicate_of.as_deref() == Some(y.id.as_str())
+                };
+                if declared(a, b) || declared(b, a) {
+                    continue;
+                }
+                if ta == tb {
+                    return Err(format!(
+                        "claims `{}` and `{}` test the same relation on the same measurements; mark one `duplicate_of` the other",
+                        a.id, b.id
+                    ));
+                }
+                if ta.opposes(&tb) {
+                    return Err(format!(
+                        "claims `{}` and `{}` test opposite relations on the same measurements, so one passes whatever we measure; mark one `contradicts` the other",
+                        a.id, b.id
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -71,7 +71,6 @@ pub fn markdown(m: &Manifest, r: &PaperResult, jobs: &JobView<'_>) -> String {
 
 /// The title, how the reproduction ran, and the verdict counts.
 fn header(s: &mut String, r: &PaperResult) {
-    let (p, f, na) = r.counts();
     let _ = writeln!(s, "# Reproduction: {}\n", r.title);
     let _ = writeln!(
         s,
@@ -87,8 +86,13 @@ fn header(s: &mut String, r: &PaperResult) {
     );
     let _ = writeln!(
         s,
-        "**{} claims: {p} PASS, {f} FAIL, {na} N/A.** A verdict is the directional test on the means over repetitions; \"(n.s.)\" marks an outcome within the repetitions' 95% confidence intervals. Values are mean ± 95% CI half-width.\n",
-        r.claims.len()
+        "Runs made by build `{}` (binaries {}).\n",
+        r.build.git_revision, r.build.fingerprint
+    );
+    let _ = writeln!(s, "**{} claims: {}.**\n", r.counts.claims, r.counts.line());
+    let _ = writeln!(
+        s,
+        "A verdict is the directional test on the means over repetitions. It counts as agreement (PASS) or disagreement (FAIL) only when it would not change if every outcome inside the repetitions' 95% confidence intervals, or smaller than the claim's minimum effect (2% of the larger side unless the claim states another), came out the other way; otherwise it is \"within noise\" and is not evidence either way. A claim that repeats another's phenomenon on the same runs (duplicate), each of a pair the paper states both ways (contradictory), and an outcome our setup guarantees are shown but not counted. Values are mean ± 95% CI half-width.\n"
     );
     if r.interrupted {
         let _ = writeln!(s, "**Interrupted**: some runs did not finish; their claims FAIL with \"no measurement\".\n");
@@ -107,12 +111,7 @@ fn claims_table(s: &mut String, r: &PaperResult) {
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     for c in &r.claims {
-        let v = match (c.verdict.as_str(), c.significant) {
-            ("PASS", false) | ("FAIL", false) if c.test.is_some() && !c.ours.is_empty() => {
-                format!("{} (n.s.)", c.verdict)
-            }
-            (v, _) => v.to_string(),
-        };
+        let v = c.label();
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | **{}** |",
@@ -144,7 +143,7 @@ fn test_text(c: &ClaimResult) -> String {
 fn verdicts(s: &mut String, r: &PaperResult) {
     let _ = writeln!(s, "\n## Verdicts explained\n");
     for c in &r.claims {
-        let _ = write!(s, "- **{}** {}: ", c.id, c.verdict);
+        let _ = write!(s, "- **{}** {}: ", c.id, c.label());
         match c.verdict.as_str() {
             "N/A" => {
                 let _ = write!(s, "{}", c.reason.as_deref().unwrap_or(""));
@@ -157,6 +156,9 @@ fn verdicts(s: &mut String, r: &PaperResult) {
                     }
                 }
             }
+        }
+        if let Some(cv) = &c.caveat {
+            let _ = write!(s, " **Caveat:** {cv}");
         }
         if let Some(n) = &c.note {
             let _ = write!(s, " ({n})");
@@ -207,16 +209,16 @@ fn experiments(s: &mut String, m: &Manifest, jobs: &JobView<'_>) {
 /// The one-screen summary of a paper.
 pub fn terminal(r: &PaperResult) -> String {
     let mut s = String::new();
-    let (p, f, na) = r.counts();
     let _ = writeln!(
         s,
-        "{}: {} ({}{}, {} runs, {:.0} s): {p} PASS, {f} FAIL, {na} N/A",
+        "{}: {} ({}{}, {} runs, {:.0} s): {}",
         r.paper,
         r.title,
         r.backend,
         if r.quick { ", quick" } else { "" },
         r.runs,
-        r.wall_s
+        r.wall_s,
+        r.counts.line()
     );
     for c in &r.claims {
         let what = match c.verdict.as_str() {
@@ -227,15 +229,18 @@ pub fn terminal(r: &PaperResult) -> String {
         if what.len() < c.detail.len() && c.verdict != "N/A" {
             what.push('…');
         }
+        use super::Class;
+        let mark = match c.class {
+            Class::PassWithinNoise | Class::FailWithinNoise => "*",
+            Class::Duplicate | Class::Contradictory | Class::Guaranteed => "-",
+            Class::Unmeasured => "!",
+            _ => " ",
+        };
         let _ = writeln!(
             s,
             "  {:<4}{} {:<14} {:<12} {}",
             c.verdict,
-            if c.verdict != "N/A" && !c.significant {
-                "*"
-            } else {
-                " "
-            },
+            mark,
             c.id,
             c.source.chars().take(12).collect::<String>(),
             what
@@ -243,7 +248,7 @@ pub fn terminal(r: &PaperResult) -> String {
     }
     let _ = writeln!(
         s,
-        "  (* within noise)  → {}",
+        "  (* within noise; - not counted: duplicate, contradictory or guaranteed; ! not measured)  → {}",
         r.dir.join("REPRODUCTION.md").display()
     );
     s

@@ -186,9 +186,9 @@ fn print_totals(results: &[PaperResult]) {
     for r in results {
         line.push_str(&format!(" {} {:.0} s;", r.paper, r.wall_s));
     }
-    let (p, f, n) = results.iter().fold((0, 0, 0), |acc, r| {
-        let c = r.counts();
-        (acc.0 + c.0, acc.1 + c.1, acc.2 + c.2)
-    });
-    println!("{line} total {p} PASS, {f} FAIL, {n} N/A");
+    let mut total = reproduce::Counts::default();
+    for r in results {
+        total.add(&r.counts);
+    }
+    println!("{line} total {} claims: {}", total.claims, total.line());
 }
