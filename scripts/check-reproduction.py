@@ -36,6 +36,13 @@ def main():
                 problems.append(f"{cid}: verdict {v!r} is not PASS, FAIL or N/A")
                 continue
             counts[v] += 1
+            if c.get("class") not in (
+                "pass", "pass-within-noise", "fail", "fail-within-noise", "unmeasured",
+                "n/a", "duplicate", "contradictory", "guaranteed",
+            ):
+                problems.append(f"{cid}: class {c.get('class')!r} is not a verdict class")
+            if c.get("class") == "unmeasured":
+                problems.append(f"{cid}: not measured: {c.get('detail')}")
             if v == "FAIL":
                 if not re.search(r"\d", c.get("detail", "")):
                     problems.append(f"{cid}: FAIL without a measured figure")

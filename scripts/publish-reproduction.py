@@ -5,10 +5,11 @@ writes its index, so the latest full reproduction can be read without
 running it.
 
 Each paper's published claims.json gains `run_commits`: the commits its runs
-were made at, read from every run's metadata.json (runs are reused while
-their scenario is unchanged, so they may be older than the reproduction);
-the index names them. Runs made from a tree with uncommitted changes
-(`-dirty`) are refused unless --allow-dirty.
+were made at, read from every run's metadata.json; they must all be the
+build's commit (runs are reused only under the same build). Only a
+reproduction whose runs were all made by the publishing invocation's
+`cclab reproduce` (from scratch) is published. Runs made from a tree with
+uncommitted changes (`-dirty`) are refused unless --allow-dirty.
 
 Usage: publish-reproduction.py [--allow-dirty] [RESULTS_DIR (default results/reproduce)]
 """
@@ -18,6 +19,18 @@ import shutil
 import subprocess
 import sys
 import time
+
+
+def not_counted(n):
+    """The claims shown but not counted, in words."""
+    parts = []
+    if n["contradictory_pairs"]:
+        parts.append(f"{n['contradictory_pairs']} contradictory pair(s)")
+    if n["duplicates"]:
+        parts.append(f"{n['duplicates']} duplicate(s)")
+    if n["guaranteed"]:
+        parts.append(f"{n['guaranteed']} guaranteed")
+    return ", ".join(parts) or "–"
 
 
 def main():
@@ -32,6 +45,8 @@ def main():
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     rows = []
+    tot = {}
+    total_wall = 0.0
     for p in papers:
         claims = json.loads((p / "claims.json").read_text())
         if claims.get("quick"):
@@ -60,24 +75,42 @@ def main():
         shutil.copy(p / "REPRODUCTION.md", out / "REPRODUCTION.md")
         for f in p.glob("fig-*.svg"):
             shutil.copy(f, out / f.name)
-        n = {v: sum(c["verdict"] == v for c in claims["claims"]) for v in ("PASS", "FAIL", "N/A")}
+        if claims.get("ran") != claims.get("runs"):
+            sys.exit(
+                f"publish-reproduction: {p.name}: {claims.get('ran')} of {claims.get('runs')} runs were made "
+                "by this invocation; publish a reproduction run from scratch (the rest were reused)"
+            )
+        n = claims["counts"]
+        for k, v in n.items():
+            tot[k] = tot.get(k, 0) + v
+        total_wall += claims["wall_s"]
         rows.append(
-            f"| [{p.name}]({p.name}/REPRODUCTION.md) | {claims['title']} | {len(claims['claims'])} "
-            f"| {n['PASS']} | {n['FAIL']} | {n['N/A']} | {claims['runs']} | {claims['wall_s']:.0f} s "
-            f"| {', '.join('`' + c[:12] + '`' for c in commits)} |"
+            f"| [{p.name}]({p.name}/REPRODUCTION.md) | {claims['title']} | {n['claims']} "
+            f"| {n['pass']} | {n['fail']} | {n['pass_within_noise']} | {n['fail_within_noise']} "
+            f"| {n['unmeasured']} | {n['na']} | {not_counted(n)} | {claims['runs']} | {claims['wall_s']:.0f} s "
+            f"| `{claims['build']['git_revision']}` |"
         )
     index = [
         "# The seed papers, reproduced",
         "",
-        f"`cclab reproduce all` on the `sim` link, published at commit `{commit}`, "
-        f"{time.strftime('%Y-%m-%d')}, on a 2-core machine; the last column names the "
-        "commits the runs were made at (read from each run's metadata.json). Regenerate with "
-        "`make reproduce && python3 scripts/publish-reproduction.py`.",
+        f"`cclab reproduce all` on the `sim` link from scratch, published at commit `{commit}`, "
+        f"{time.strftime('%Y-%m-%d')}, on a 2-core machine: {total_wall:.0f} s of wall time for the five "
+        "papers; the last column names the build that made every run (a run is reused only by the "
+        "same build). Regenerate with `make reproduce && python3 scripts/publish-reproduction.py`; "
+        "`scripts/check-published-reproduction.py` (in `make test`) checks this table against the "
+        "published claims.json files.",
         "",
-        "| paper | title | claims | PASS | FAIL | N/A | runs | wall time | runs made at |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| paper | title | claims | PASS | FAIL | PASS within noise | FAIL within noise | not measured | N/A | not counted | runs | wall time | build |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
+        f"| **total** | | {tot['claims']} | {tot['pass']} | {tot['fail']} | {tot['pass_within_noise']} "
+        f"| {tot['fail_within_noise']} | {tot['unmeasured']} | {tot['na']} | {not_counted(tot)} | | | |",
         "",
+        "PASS and FAIL count a claim only when its outcome is beyond the repetitions' 95% confidence "
+        "intervals and at least its minimum effect (2% of the larger side unless the claim states "
+        "another); the rest are within noise and are evidence neither way. A claim that repeats "
+        "another's phenomenon on the same runs, each of a pair the paper states both ways, and an "
+        "outcome our setup guarantees are shown in the paper's page but not counted. "
         "A FAIL is a result: each carries the measured figures and the likely reason. "
         "Every choice made where a paper is silent is in its scenarios "
         "(`scenarios/reproduce/<paper>/`) and listed at the end of its REPRODUCTION.md.",
