@@ -803,6 +803,92 @@ na = "no radio here"
     }
 
     #[test]
+    fn sensitivity_runs_reevaluate_their_base_claims_uncounted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let extra = r#"
+[[experiment]]
+id = "old"
+source = "the old setting"
+scenario = "x.toml"
+sensitivity_of = "e"
+[[experiment.axis]]
+name = "cc"
+field = "flows.0.cc"
+values = ["a", "b"]
+[[claim]]
+id = "up"
+source = "s"
+statement = "a drops more"
+experiment = "e"
+metric = "drops"
+values = { a = "cc=a", b = "cc=b" }
+test = "a > b"
+"#;
+        let m = manifest(tmp.path(), extra).unwrap();
+        let sc = Scenario::parse(
+            "name = \"x\"\n[[flows]]\ncc = \"newreno\"\n",
+            "t",
+            tmp.path(),
+        )
+        .unwrap();
+        let mut data = Data::new();
+        let mut jobs = Vec::new();
+        let figures: [&[(f64, f64, f64, bool)]; 4] = [
+            &[
+                (110.0, 0.9, 1.0, true),
+                (111.0, 0.9, 1.0, true),
+                (112.0, 0.9, 1.0, true),
+            ],
+            &[
+                (100.0, 0.9, 1.0, true),
+                (101.0, 0.9, 1.0, true),
+                (99.0, 0.9, 1.0, true),
+            ],
+            &[
+                (90.0, 0.9, 1.0, true),
+                (91.0, 0.9, 1.0, true),
+                (92.0, 0.9, 1.0, true),
+            ],
+            &[
+                (100.0, 0.9, 1.0, true),
+                (101.0, 0.9, 1.0, true),
+                (99.0, 0.9, 1.0, true),
+            ],
+        ];
+        let mut k = 0;
+        for (ei, e) in m.experiments.iter().enumerate() {
+            for p in e.points(false) {
+                let dir = tmp.path().join(&e.id).join(p.dir_name());
+                data.insert(dir.clone(), Ok(run(&dir, figures[k])));
+                k += 1;
+                jobs.push(Job {
+                    exp: ei,
+                    qlog: quic_app::QlogLevel::Off,
+                    point: p,
+                    dir,
+                    scenario: sc.clone(),
+                });
+            }
+        }
+        let r: Vec<ClaimResult> = m
+            .claims
+            .iter()
+            .map(|c| evaluate(&m, c, &jobs, &data))
+            .collect();
+        assert_eq!(r[0].class, Class::Pass);
+        let s = crate::reproduce::sensitivity_runs(&m, &jobs, &data, &r);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].claims[0].class, Class::Fail, "{:?}", s[0].claims[0]);
+        assert_eq!(Counts::of(&r).pass, 1);
+        let bad = extra.replace(
+            "values = [\"a\", \"b\"]\n[[claim]]",
+            "values = [\"a\", \"c\"]\n[[claim]]",
+        );
+        let e = manifest(tmp.path(), &bad).unwrap_err();
+        assert!(e.contains("same axes and labels"), "{e}");
+    }
+
+    #[test]
     fn undeclared_opposites_and_repeats_are_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let c = |t: &str, extra: &str| {

@@ -68,8 +68,10 @@ fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app
         sels.values()
             .any(|s| Selector::parse(s).is_ok_and(|sel| p.matches(&sel)))
     };
+    // A sensitivity run evaluates its base experiment's claims.
+    let claims_of = e.sensitivity_of.as_deref().unwrap_or(e.id.as_str());
     let claims = m.claims.iter().any(|c| {
-        c.experiment.as_deref() == Some(e.id.as_str())
+        c.experiment.as_deref() == Some(claims_of)
             && c.metric
                 .as_deref()
                 .is_some_and(|x| QLOG_METRICS.contains(&x))

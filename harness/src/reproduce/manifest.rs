@@ -12,6 +12,8 @@
 //! scenario = "table1.toml"             # relative to this file
 //! set = { "link.queue" = "100pkt" }    # fixed overrides (optional)
 //! quick = { duration = "30s", repetitions = 2, keep = { buffer = ["25", "50"] } }
+//! # sensitivity_of = "t0"              # re-evaluate t0's claims on these runs (same axes),
+//!                                      # reported apart and never counted; `source` says what differs
 //! [[experiment.axis]]                  # points: the cartesian product of the axes
 //! name = "cc"
 //! field = "flows.0.cc"
@@ -109,6 +111,10 @@ pub struct Experiment {
     /// What `--quick` changes.
     #[serde(default)]
     pub quick: Quick,
+    /// Another experiment whose claims are evaluated again on these runs
+    /// (the same axes, one setting changed: `source` says which), to show
+    /// how much the verdicts depend on it; never counted.
+    pub sensitivity_of: Option<String>,
 }
 
 /// One varied field.

@@ -194,10 +194,64 @@ pub struct PaperResult {
     pub counts: Counts,
     /// Claims.
     pub claims: Vec<ClaimResult>,
+    /// The claims evaluated again on sensitivity runs (never counted).
+    pub sensitivity: Vec<Sensitivity>,
     /// Figures written (file names in the paper's directory).
     pub figures: Vec<String>,
     /// The paper's output directory.
     pub dir: PathBuf,
+}
+
+/// One sensitivity experiment: its base experiment's claims evaluated on
+/// its runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sensitivity {
+    /// The sensitivity experiment.
+    pub experiment: String,
+    /// The experiment it varies.
+    pub of: String,
+    /// What differs (the experiment's `source`).
+    pub varies: String,
+    /// Each claim of the base experiment as measured here (ids unchanged).
+    pub claims: Vec<ClaimResult>,
+}
+
+/// Every sensitivity experiment's claims.
+fn sensitivity_runs(
+    m: &Manifest,
+    jobs: &[Job],
+    data: &claims::Data,
+    base: &[ClaimResult],
+) -> Vec<Sensitivity> {
+    m.experiments
+        .iter()
+        .filter_map(|e| {
+            let of = e.sensitivity_of.as_ref()?;
+            let claims = m
+                .claims
+                .iter()
+                .zip(base)
+                .filter(|(c, _)| c.experiment.as_deref() == Some(of.as_str()))
+                .map(|(c, b)| {
+                    let mut c = c.clone();
+                    c.experiment = Some(e.id.clone());
+                    // Quoted figures without @experiment come from these runs.
+                    let mut r = claims::evaluate(m, &c, jobs, data);
+                    if matches!(b.class, Class::Duplicate | Class::Contradictory) {
+                        r.class = b.class;
+                        r.related = b.related.clone();
+                    }
+                    r
+                })
+                .collect();
+            Some(Sensitivity {
+                experiment: e.id.clone(),
+                of: of.clone(),
+                varies: e.source.clone(),
+                claims,
+            })
+        })
+        .collect()
 }
 
 /// Why a reproduction could not run.
@@ -264,6 +318,7 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
         .map(|c| claims::evaluate(&m, c, &jobs, &data))
         .collect();
     claims::relate(&m, &mut claims);
+    let sensitivity = sensitivity_runs(&m, &jobs, &data, &claims);
     let figures = figures::figures(&m, &jobs_view(&jobs), &data, &out);
     let r = PaperResult {
         paper: m.paper.clone(),
@@ -279,6 +334,7 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
         build,
         counts: Counts::of(&claims),
         claims,
+        sensitivity,
         figures,
         dir: out.clone(),
     };

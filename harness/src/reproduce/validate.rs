@@ -30,6 +30,14 @@ impl Manifest {
                 .map_err(|p| format!("claim `{}`: {p}", c.id))?;
         }
         for c in &self.claims {
+            if let Some(e) = c.experiment.as_deref().and_then(|x| self.experiment(x)) {
+                if e.sensitivity_of.is_some() {
+                    return Err(format!(
+                        "claim `{}`: experiment `{}` is a sensitivity run; claims name the experiment it varies",
+                        c.id, e.id
+                    ));
+                }
+            }
             self.validate_relations(c)
                 .map_err(|p| format!("claim `{}`: {p}", c.id))?;
         }
@@ -176,6 +184,36 @@ impl Manifest {
     }
 
     fn validate_experiment(&self, e: &Experiment) -> Result<(), String> {
+        if let Some(b) = &e.sensitivity_of {
+            let base = self.experiment(b).ok_or_else(|| {
+                format!("experiment `{}`: sensitivity_of: no experiment `{b}`", e.id)
+            })?;
+            if base.sensitivity_of.is_some() {
+                return Err(format!(
+                    "experiment `{}`: sensitivity_of: `{b}` is itself a sensitivity run; name the experiment it varies",
+                    e.id
+                ));
+            }
+            let labels = |x: &Experiment| -> Vec<(String, Vec<String>)> {
+                x.axes
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.name.clone(),
+                            (0..a.values.len())
+                                .map(|i| Experiment::label(a, i))
+                                .collect(),
+                        )
+                    })
+                    .collect()
+            };
+            if labels(base) != labels(e) {
+                return Err(format!(
+                    "experiment `{}`: sensitivity_of `{b}` needs the same axes and labels as `{b}` (its claims' selectors are reused)",
+                    e.id
+                ));
+            }
+        }
         if !self.dir.join(&e.scenario).exists() {
             return Err(format!(
                 "experiment `{}`: scenario `{}` not found next to paper.toml",

@@ -58,6 +58,7 @@ pub fn markdown(m: &Manifest, r: &PaperResult, jobs: &JobView<'_>) -> String {
     header(&mut s, r);
     claims_table(&mut s, r);
     verdicts(&mut s, r);
+    sensitivity(&mut s, r);
     figures(&mut s, m, r);
     experiments(&mut s, m, jobs);
     if !m.notes.is_empty() {
@@ -164,6 +165,35 @@ fn verdicts(s: &mut String, r: &PaperResult) {
             let _ = write!(s, " ({n})");
         }
         let _ = writeln!(s);
+    }
+}
+
+/// Each sensitivity run: the base experiment's claims, as counted and as
+/// they come out with the one setting changed.
+fn sensitivity(s: &mut String, r: &PaperResult) {
+    for v in &r.sensitivity {
+        let _ = writeln!(
+            s,
+            "\n## Sensitivity: {} (experiment `{}`, the claims of `{}`; not counted)\n",
+            v.varies, v.experiment, v.of
+        );
+        let _ = writeln!(
+            s,
+            "| id | ours, as counted | verdict | ours, here | verdict here |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|");
+        for c in &v.claims {
+            let base = r.claims.iter().find(|b| b.id == c.id);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | **{}** |",
+                cell(&c.id),
+                base.map(|b| cell(&ours_text(b))).unwrap_or_default(),
+                base.map(|b| b.label()).unwrap_or_default(),
+                cell(&ours_text(c)),
+                c.label()
+            );
+        }
     }
 }
 
