@@ -85,7 +85,22 @@ fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app
                     .is_some_and(|x| QLOG_METRICS.contains(&x)))
             && hits(&f.series)
     });
-    if claims || figures {
+    // Figures quoted in explanations, measured where they point.
+    let quoted = m.claims.iter().any(|c| {
+        [&c.if_fail, &c.caveat, &c.note]
+            .into_iter()
+            .flatten()
+            .filter_map(|t| super::quote::parse(t).ok())
+            .flatten()
+            .any(|q| {
+                let exp = q.experiment.as_deref().or(c.experiment.as_deref());
+                let here = exp == Some(e.id.as_str())
+                    || (exp.is_some() && exp == e.sensitivity_of.as_deref());
+                here && QLOG_METRICS.contains(&q.metric.as_str())
+                    && Selector::parse(&q.selector).is_ok_and(|sel| p.matches(&sel))
+            })
+    });
+    if claims || figures || quoted {
         opts.qlog_level
     } else {
         quic_app::QlogLevel::Off
@@ -279,7 +294,7 @@ scenario = "x.toml"
 [[experiment.axis]]
 name = "cc"
 field = "flows.0.cc"
-values = ["a", "b", "c"]
+values = ["a", "b", "c", "d"]
 [[claim]]
 id = "rtt"
 source = "s"
@@ -296,6 +311,7 @@ experiment = "e"
 metric = "drops"
 values = { b = "cc=b" }
 test = "b > 1"
+if_fail = "d declared {lost:cc=d} losses"
 [[figure]]
 id = "f"
 source = "s"
@@ -328,6 +344,7 @@ series = { c = "cc=c" }
             [
                 quic_app::QlogLevel::Metrics,
                 quic_app::QlogLevel::Off,
+                quic_app::QlogLevel::Metrics,
                 quic_app::QlogLevel::Metrics
             ]
         );
