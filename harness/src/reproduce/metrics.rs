@@ -2,7 +2,9 @@
 //! directory (`summary.json`, `rep-N/bottleneck-samples.jsonl`).
 //!
 //! Link metrics are the bottleneck's in the direction that carried the
-//! data; flow metrics aggregate the selected flows of the run:
+//! data. With several links they cover every link, or with a flow
+//! selector the links only the selected flows cross (`link_value`); flow
+//! metrics aggregate the selected flows of the run:
 //!
 //! | metric | unit | over the selected flows |
 //! |---|---|---|
@@ -117,8 +119,15 @@ impl RunData {
                     .unwrap_or_default()
             )));
         }
-        let v = match link_value(metric, r) {
+        let selected: Option<Vec<u64>> =
+            flow.map(|_| flows.iter().filter_map(|f| f["index"].as_u64()).collect());
+        let v = match link_value(metric, r, selected.as_deref())? {
             Some(v) => v,
+            None if metric == "queue_pkts" && r["links"].as_object().is_some_and(|o| o.len() > 1) => {
+                return Err(MetricError(
+                    "queue_pkts samples one link; this run has several: use queue_delay_ms, which covers every link".into(),
+                ))
+            }
             None if metric == "queue_pkts" => self.queue_pkts.get(i).copied().unwrap_or(f64::NAN),
             None => self.flow_value(metric, r, &flows).ok_or_else(|| {
                 MetricError(format!(
@@ -177,19 +186,97 @@ fn num(v: &Value) -> f64 {
 }
 
 /// A link metric of repetition `r` (but `queue_pkts`, from the samples);
-/// `None` for a metric that is not one.
-fn link_value(metric: &str, r: &Value) -> Option<f64> {
-    let b = &r["bottleneck"];
-    Some(match metric {
-        "drops" => num(&b["drops"]),
-        "utilization" => 100.0 * num(&b["utilization"]),
-        "utilization_steady" => 100.0 * num(&b["utilization_steady"]),
-        "queue_delay_ms" => num(&b["queue_delay_ms_mean"]),
-        "loss_rate" => 100.0 * num(&b["loss_rate"]),
-        "delivery_ratio" => 100.0 * (1.0 - num(&b["loss_rate"])),
-        "jain" => num(&r["jain_fairness"]),
-        _ => return None,
-    })
+/// `None` for a metric that is not one. With several links (`links` in
+/// the repetition) the link metrics cover all of them, or with a flow
+/// selector (`selected`: the chosen flows' indices) the links that only
+/// those flows cross: drops summed, loss and delivery over the bytes
+/// offered to those links, queueing delay weighted by the bytes that
+/// crossed each, utilization averaged.
+fn link_value(
+    metric: &str,
+    r: &Value,
+    selected: Option<&[u64]>,
+) -> Result<Option<f64>, MetricError> {
+    if !matches!(
+        metric,
+        "drops"
+            | "utilization"
+            | "utilization_steady"
+            | "queue_delay_ms"
+            | "loss_rate"
+            | "delivery_ratio"
+            | "jain"
+    ) {
+        return Ok(None);
+    }
+    let links: Vec<&Value> = match r["links"].as_object() {
+        Some(o) if !o.is_empty() => {
+            let mine = |l: &Value| {
+                let fl: Vec<u64> = l["flows"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                    .unwrap_or_default();
+                selected.is_none_or(|s| !fl.is_empty() && fl.iter().all(|i| s.contains(i)))
+            };
+            let v: Vec<&Value> = o.values().filter(|l| mine(l)).collect();
+            if v.is_empty() {
+                return Err(MetricError(format!(
+                    "{metric}: no link is crossed only by the selected flows ({}); links: {}",
+                    selected
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|i| format!("#{i}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    o.iter()
+                        .map(|(n, l)| format!("{n} (flows {})", l["flows"]))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            v
+        }
+        _ => vec![&r["bottleneck"]],
+    };
+    let total = |k: &str| links.iter().map(|b| num(&b[k])).sum::<f64>();
+    // Offered bytes of a link: what crossed plus what was dropped.
+    let offered = |b: &Value| num(&b["bytes"]) / (1.0 - num(&b["loss_rate"]));
+    let loss = || {
+        if links.len() == 1 {
+            return num(&links[0]["loss_rate"]);
+        }
+        let off: f64 = links.iter().map(|b| offered(b)).sum();
+        let lost: f64 = links
+            .iter()
+            .map(|b| offered(b) * num(&b["loss_rate"]))
+            .sum();
+        if off > 0.0 {
+            lost / off
+        } else {
+            f64::NAN
+        }
+    };
+    let mean = |k: &str| total(k) / links.len() as f64;
+    Ok(Some(match metric {
+        "drops" => total("drops"),
+        "utilization" => 100.0 * mean("utilization"),
+        "utilization_steady" => 100.0 * mean("utilization_steady"),
+        "queue_delay_ms" => {
+            let w = total("bytes");
+            if links.len() == 1 || w <= 0.0 {
+                num(&links[0]["queue_delay_ms_mean"])
+            } else {
+                links
+                    .iter()
+                    .map(|b| num(&b["queue_delay_ms_mean"]) * num(&b["bytes"]))
+                    .sum::<f64>()
+                    / w
+            }
+        }
+        "loss_rate" => 100.0 * loss(),
+        "delivery_ratio" => 100.0 * (1.0 - loss()),
+        _ => num(&r["jain_fairness"]),
+    }))
 }
 
 /// The longest transfer time of sized flows; NaN if one did not finish.
@@ -314,6 +401,44 @@ pub fn bottleneck_signal(dir: &Path, data: &RunData, signal: &str) -> Vec<(f64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_metrics_cover_every_link_of_a_topology() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = |drops: u64, bytes: f64, loss: f64, q: f64, u: f64, flow: u64| {
+            serde_json::json!({"drops": drops, "bytes": bytes, "loss_rate": loss,
+                "queue_delay_ms_mean": q, "utilization": u, "utilization_steady": u, "flows": [flow]})
+        };
+        let summary = serde_json::json!({
+            "bottleneck": {"direction": "down"},
+            "repetitions": [{
+                "rep": 1,
+                "bottleneck": link(1, 900.0, 0.1, 2.0, 0.5, 0),
+                "links": {"p1": link(1, 900.0, 0.1, 2.0, 0.5, 0), "p2": link(0, 3000.0, 0.0, 4.0, 0.7, 1)},
+                "flows": [{"index": 0, "cc": "vegas"}, {"index": 1, "cc": "ewphcc"}]
+            }]
+        });
+        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        let d = RunData::load(dir.path()).unwrap();
+        assert_eq!(d.values("drops", None).unwrap(), vec![1.0]);
+        // 100 of 1000 + 3000 offered bytes were lost.
+        let l = d.values("loss_rate", None).unwrap()[0];
+        assert!((l - 2.5).abs() < 1e-9, "{l}");
+        let q = d.values("queue_delay_ms", None).unwrap()[0];
+        assert!(
+            (q - (2.0 * 900.0 + 4.0 * 3000.0) / 3900.0).abs() < 1e-9,
+            "{q}"
+        );
+        assert!((d.values("utilization", None).unwrap()[0] - 60.0).abs() < 1e-9);
+        assert!(d.values("queue_pkts", None).is_err());
+        // A flow selector keeps the links only its flows cross.
+        assert!((d.values("loss_rate", Some("vegas")).unwrap()[0] - 10.0).abs() < 1e-9);
+        assert_eq!(
+            d.values("delivery_ratio", Some("ewphcc")).unwrap(),
+            vec![100.0]
+        );
+        assert_eq!(d.values("drops", Some("#1")).unwrap(), vec![0.0]);
+    }
 
     #[test]
     fn flow_metrics_aggregate_the_selected_flows() {
