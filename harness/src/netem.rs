@@ -37,7 +37,11 @@
 //! bytes on the wire (UDP payload + 28 bytes of IP/UDP + 14 of Ethernet),
 //! emu counts UDP payload; netem's jitter reorders packets, emu's does not;
 //! Linux RED has no "gentle" mode and sets its averaging weight as a power
-//! of two (chosen here as the nearest to `wq`); mahimahi traces need emu.
+//! of two (chosen here as the nearest to `wq`); it always measures the
+//! queue in bytes (thresholds `min_th`·`mean_pktsize` bytes), and has
+//! neither ns-2's `wait` nor the drop probability scaled by packet size of
+//! `bytes=true`, so `red:auto=true` runs there with ns-2's automatic
+//! thresholds and weight but without those two; mahimahi traces need emu.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -368,6 +372,12 @@ fn leaf_qdisc(d: &DirectionSpec, limit: u64, mtu: u64, rate: &str) -> Vec<String
         }
         (Aqm::DropTail, _) => out.extend(s(&["bfifo", "limit", &limit.to_string()])),
         (Aqm::Red(p), _) => {
+            // Automatic RED (`red:auto=true`) becomes the thresholds and
+            // weight ns-2 would derive for this rate and delay; the
+            // kernel's RED counts bytes (`avpkt` = mean_pktsize) as ns-2's
+            // byte mode does, but has neither `wait` nor the per-size
+            // probability of `bytes` (nor gentle): see the module docs.
+            let p = p.resolved(d.rate_bps, d.delay_ns);
             let avpkt = p.mean_pktsize as f64;
             let min = p.min_th * avpkt;
             let max = p.max_th * avpkt;
@@ -872,6 +882,16 @@ mod tests {
         assert_eq!(
             line(&c[2]),
             format!("-n r qdisc replace dev rc0 parent 1:1 handle 10: red limit 204800 min 5000 max 15000 avpkt 1000 burst {burst} probability 0.1 bandwidth 20000000bit")
+        );
+        // Automatic RED at 20 Mbit/s: ptc = 5000 packets of 500 bytes a
+        // second, min_th = 0.005·5000/2 = 12.5 packets (6250 bytes),
+        // max_th three times that, and wq = 1 − exp(−1/(10·0.1·5000)).
+        let a = spec("aqm = \"red:auto=true\"\nqueue = \"200kb\"");
+        let c = shaper_args("r", "rc0", &a, Dir::Down, 1500);
+        let burst = red_burst(6250.0, 500.0, 1.0 - (-1.0f64 / 5000.0).exp());
+        assert_eq!(
+            line(&c[2]),
+            format!("-n r qdisc replace dev rc0 parent 1:1 handle 10: red limit 204800 min 6250 max 18750 avpkt 500 burst {burst} probability 0.1 bandwidth 20000000bit")
         );
         let cd = spec("aqm = \"codel:target=3ms,interval=60ms\"");
         let c = shaper_args("r", "rc0", &cd, Dir::Down, 1500);

@@ -129,7 +129,7 @@ impl Direction {
                 ClassQueue {
                     limit_bytes: link.queue_bytes(dir, mtu),
                     limit_packets: link.queue_packets(dir),
-                    aqm: s.aqm,
+                    aqm: s.aqm.resolved(s.rate_bps, s.delay_ns),
                     rate_bps: s.rate_bps,
                     seed: link.seed,
                     stream: (dir as u64) << 8 | 3,
@@ -394,6 +394,49 @@ mod tests {
             .collect();
         assert_eq!(sojourns, vec![0, 1000, 2000, 3000, 4000, 5000]);
         assert_eq!(d.next_event(), None);
+    }
+
+    /// A standing queue of 20 packets of 1250 bytes on a 100 Mbit/s link
+    /// (50 mean packets of 500 bytes): automatic RED's min_th there is
+    /// 62.5 (ns-2's 5 ms of the link), so it drops nothing; if its
+    /// thresholds were not derived from the link (left at 5 and 15), the
+    /// average would pass 2·max_th and RED would drop nearly every arrival.
+    #[test]
+    fn automatic_red_takes_its_thresholds_from_the_link() {
+        let run = |aqm: &str| {
+            let t: toml::Table = toml::from_str(&format!(
+                "rate = \"100mbit\"\ndelay = \"20ms\"\nqueue = \"1000pkt\"\naqm = \"{aqm}\""
+            ))
+            .unwrap();
+            let l = LinkSpec::from_toml(&t, std::path::Path::new("."), "link").unwrap();
+            let mut d = Direction::new(&l, Dir::Down, 1500);
+            let mut out = Vec::new();
+            // 1250 bytes take 100 us at 100 Mbit/s: a burst of 20, then
+            // one arrival per transmission time for 2 s, and one more
+            // whenever fewer than 20 are queued (a sender that keeps 20
+            // packets in the queue, whatever RED drops).
+            for _ in 0..20 {
+                d.push(Packet::sized(1250, 0, 0), 0, &mut NoSink);
+            }
+            for i in 1..=20_000u64 {
+                let t = i * 100_000;
+                d.advance(t, &mut NoSink, &mut out);
+                d.push(Packet::sized(1250, 0, t), t, &mut NoSink);
+                if d.queue().1 < 20 {
+                    d.push(Packet::sized(1250, 0, t), t, &mut NoSink);
+                }
+            }
+            (
+                d.counters.dropped[DropReason::Red as usize - 1],
+                d.queue().1,
+            )
+        };
+        let (drops, queued) = run("red:auto=true");
+        assert_eq!(drops, 0);
+        assert!((15..=21).contains(&queued), "{queued}");
+        // The same queue under fixed thresholds of 5 and 15 mean packets.
+        let (drops, _) = run("red:min_th=5,max_th=15,mean_pktsize=500,bytes=true,wait=true");
+        assert!(drops > 1000, "{drops}");
     }
 
     #[test]

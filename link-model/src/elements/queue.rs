@@ -86,7 +86,7 @@ impl Queue {
     /// as ns-2 does; PIE's after it, as Linux does).
     pub fn enqueue(&mut self, pkt: Packet, now: u64) -> Result<(), (Packet, DropReason)> {
         if let Manager::Red(red) = &mut self.manager {
-            if red.on_arrival(self.items.len(), now) {
+            if red.on_arrival(self.items.len(), self.bytes, pkt.len(), now) {
                 return Err((pkt, DropReason::Red));
             }
         }

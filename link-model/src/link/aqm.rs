@@ -6,6 +6,21 @@ use super::{err, key_values, LinkError};
 
 /// RED, with ns-2's parameter names and defaults (Floyd & Jacobson 1993;
 /// ns-2 `queue/red.cc`): thresholds in packets of `mean_pktsize` bytes.
+///
+/// Two ways to give it:
+///
+/// - explicit thresholds and weight (`red:min_th=5,max_th=15,...`), with
+///   the defaults below, which are the fixed values ns-2 shipped before
+///   2001 (`thresh_ 5`, `maxthresh_ 15`, `q_weight_ 0.002`, `linterm_ 10`)
+///   and a packet-counted queue;
+/// - `red:auto=true`: ns-2's automatic configuration, its default since
+///   12/29/2001 (ns-2.35 `tcl/lib/ns-default.tcl`: `thresh_ 0`,
+///   `maxthresh_ 0`, `q_weight_ -1`), where the thresholds and the weight
+///   follow from the link's rate and delay ([`RedParams::resolved`]), with
+///   the rest of ns-2.35's defaults: `mean_pktsize_ 500`, `targetdelay_
+///   0.005`, `linterm_ 10`, `gentle_ true`, `wait_ true`, and the queue
+///   measured in bytes (`queue_in_bytes_ true`, `bytes_ true`, defaults
+///   since 10/11/2004).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RedParams {
     /// Minimum threshold on the average queue, packets (ns-2 `thresh_`).
@@ -20,6 +35,21 @@ pub struct RedParams {
     pub gentle: bool,
     /// Packet size in bytes used for idle-time decay and thresholds (ns-2 `mean_pktsize_`).
     pub mean_pktsize: u32,
+    /// ns-2 `wait_`: wait between drops. The probability a packet is
+    /// dropped after `count` undropped arrivals is 0 while `count·pb < 1`,
+    /// then `pb/(2 − count·pb)`, then 1 (`REDQueue::modify_p`): gaps
+    /// between drops spread over `1/pb … 2/pb` instead of `1 … 1/pb`.
+    pub wait: bool,
+    /// ns-2 `queue_in_bytes_` with `bytes_`: the queue (and so the
+    /// average) is counted in bytes, in units of `mean_pktsize`, `count`
+    /// is the bytes since the last drop over `mean_pktsize`, and a packet's
+    /// drop probability is scaled by its size over `mean_pktsize`.
+    pub bytes: bool,
+    /// Automatic thresholds and weight from the link (ns-2 `thresh_ 0`,
+    /// `maxthresh_ 0`, `q_weight_ -1`), with this target queueing delay
+    /// (ns-2 `targetdelay_`), ns; `min_th`, `max_th` and `wq` are then
+    /// derived by [`RedParams::resolved`] when the link is built.
+    pub auto_target_ns: Option<u64>,
 }
 
 impl Default for RedParams {
@@ -31,6 +61,58 @@ impl Default for RedParams {
             wq: 0.002,
             gentle: true,
             mean_pktsize: 1000,
+            wait: false,
+            bytes: false,
+            auto_target_ns: None,
+        }
+    }
+}
+
+impl RedParams {
+    /// ns-2.35's default RED (`tcl/lib/ns-default.tcl`): automatic
+    /// thresholds and weight for a 5 ms target delay, `mean_pktsize_ 500`,
+    /// `linterm_ 10`, gentle, `wait_`, queue in bytes.
+    pub fn ns2_auto() -> RedParams {
+        RedParams {
+            mean_pktsize: 500,
+            wait: true,
+            bytes: true,
+            auto_target_ns: Some(Self::NS2_TARGET_DELAY_NS),
+            ..RedParams::default()
+        }
+    }
+
+    /// ns-2's `targetdelay_` default (`tcl/lib/ns-default.tcl`): 5 ms.
+    pub const NS2_TARGET_DELAY_NS: u64 = 5_000_000;
+
+    /// The concrete parameters on a link of `rate_bps` whose one-way
+    /// propagation delay is `delay_ns`: unchanged unless automatic, else
+    /// as ns-2.35's `REDQueue::initialize_params` (`queue/red.cc`) derives
+    /// them, with `ptc = rate / (8·mean_pktsize)` packets per second:
+    ///
+    /// - `min_th = max(5, targetdelay·ptc / 2)` (`thresh_ 0`);
+    /// - `max_th = 3·min_th` (`maxthresh_ 0`);
+    /// - `wq = 1 − exp(−1 / (10·rtt·ptc))` with `rtt = max(0.1 s,
+    ///   3·(delay + 1/ptc))` (`q_weight_ -1`: the weight's time constant is
+    ///   ten round trips, a round trip assumed to be three times the link's
+    ///   delay and transmission time, and at least 100 ms).
+    ///
+    /// ns-2 takes `delay` from the link the queue feeds (`LinkDelay`, in
+    /// `REDQueue::command("link")`); here it is the direction's one-way
+    /// delay. It matters only above about 33 ms, where the round trip
+    /// estimate leaves its 100 ms floor.
+    pub fn resolved(&self, rate_bps: f64, delay_ns: u64) -> RedParams {
+        let Some(target_ns) = self.auto_target_ns else {
+            return *self;
+        };
+        let ptc = rate_bps / (8.0 * self.mean_pktsize as f64);
+        let min_th = (target_ns as f64 / 1e9 * ptc / 2.0).max(5.0);
+        let rtt = (3.0 * (delay_ns as f64 / 1e9 + 1.0 / ptc)).max(0.1);
+        RedParams {
+            min_th,
+            max_th: 3.0 * min_th,
+            wq: 1.0 - (-1.0 / (10.0 * rtt * ptc)).exp(),
+            ..*self
         }
     }
 }
@@ -121,7 +203,7 @@ pub enum Aqm {
 }
 
 impl Aqm {
-    const ALLOWED: &'static str = "droptail, red[:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000], codel[:target=5ms,interval=100ms] or pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,bytemode=false,ecn=false,dq_rate_estimator=false]";
+    const ALLOWED: &'static str = "droptail, red[:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000,wait=false,bytes=false] or red:auto=true[,target_delay=5ms,max_p=0.1,gentle=true,mean_pktsize=500,wait=true,bytes=true], codel[:target=5ms,interval=100ms] or pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,bytemode=false,ecn=false,dq_rate_estimator=false]";
 
     pub(super) fn parse(field: &str, s: &str) -> Result<Aqm, LinkError> {
         let t = s.trim();
@@ -138,10 +220,7 @@ impl Aqm {
     pub(super) fn to_spec(self) -> String {
         match self {
             Aqm::DropTail => "droptail".into(),
-            Aqm::Red(p) => format!(
-                "red:min_th={},max_th={},max_p={},wq={},gentle={},mean_pktsize={}",
-                p.min_th, p.max_th, p.max_p, p.wq, p.gentle, p.mean_pktsize
-            ),
+            Aqm::Red(p) => p.to_spec(),
             Aqm::CoDel(p) => format!(
                 "codel:target={},interval={}",
                 format_duration_ns(p.target_ns),
@@ -156,6 +235,16 @@ impl Aqm {
                 format_duration_ns(p.max_burst_ns),
                 p.bytemode
             ),
+        }
+    }
+
+    /// The management a link of `rate_bps` and one-way `delay_ns` runs:
+    /// automatic RED resolved to its thresholds and weight
+    /// ([`RedParams::resolved`]), anything else as it is.
+    pub fn resolved(&self, rate_bps: f64, delay_ns: u64) -> Aqm {
+        match self {
+            Aqm::Red(p) => Aqm::Red(p.resolved(rate_bps, delay_ns)),
+            other => *other,
         }
     }
 
@@ -243,11 +332,75 @@ impl PieParams {
 }
 
 impl RedParams {
+    /// The spec that parses back to these parameters.
+    fn to_spec(self) -> String {
+        let flags = |p: &RedParams| {
+            let mut f = String::new();
+            if p.wait {
+                f.push_str(",wait=true");
+            }
+            if p.bytes {
+                f.push_str(",bytes=true");
+            }
+            f
+        };
+        match self.auto_target_ns {
+            Some(t) => format!(
+                "red:auto=true,target_delay={},max_p={},gentle={},mean_pktsize={},wait={},bytes={}",
+                format_duration_ns(t),
+                self.max_p,
+                self.gentle,
+                self.mean_pktsize,
+                self.wait,
+                self.bytes
+            ),
+            None => format!(
+                "red:min_th={},max_th={},max_p={},wq={},gentle={},mean_pktsize={}{}",
+                self.min_th,
+                self.max_th,
+                self.max_p,
+                self.wq,
+                self.gentle,
+                self.mean_pktsize,
+                flags(&self)
+            ),
+        }
+    }
+
     /// Parses the `k=v,...` after `red:`; `s` is the whole spec, for errors.
+    /// `auto=true` starts from [`RedParams::ns2_auto`] and refuses the
+    /// fields it derives (`min_th`, `max_th`, `wq`); `target_delay` needs it.
     fn parse(field: &str, s: &str, rest: &str) -> Result<RedParams, LinkError> {
-        let mut p = RedParams::default();
-        let keys = ["min_th", "max_th", "max_p", "wq", "gentle", "mean_pktsize"];
-        for (k, v) in key_values(field, rest, &keys)? {
+        let keys = [
+            "min_th",
+            "max_th",
+            "max_p",
+            "wq",
+            "gentle",
+            "mean_pktsize",
+            "wait",
+            "bytes",
+            "auto",
+            "target_delay",
+        ];
+        let kv = key_values(field, rest, &keys)?;
+        let flag = |k: &str, v: &str| -> Result<bool, LinkError> {
+            match v.to_ascii_lowercase().as_str() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                _ => Err(err(field, format!("`{k}={v}`: {k} must be true or false"))),
+            }
+        };
+        let auto = match kv.iter().find(|(k, _)| k == "auto") {
+            Some((k, v)) => flag(k, v)?,
+            None => false,
+        };
+        let mut p = if auto {
+            RedParams::ns2_auto()
+        } else {
+            RedParams::default()
+        };
+        for (k, v) in &kv {
             let num = || -> Result<f64, LinkError> {
                 v.parse::<f64>()
                     .ok()
@@ -260,26 +413,41 @@ impl RedParams {
                     })
             };
             match k.as_str() {
+                "min_th" | "max_th" | "wq" if auto => {
+                    return Err(err(
+                        field,
+                        format!("`{s}`: {k} is derived from the link's rate and delay with auto=true (ns-2's automatic RED); give either auto=true or explicit min_th, max_th and wq, not both"),
+                    ))
+                }
                 "min_th" => p.min_th = num()?,
                 "max_th" => p.max_th = num()?,
                 "max_p" => p.max_p = num()?,
                 "wq" => p.wq = num()?,
                 "mean_pktsize" => p.mean_pktsize = num()?.round() as u32,
+                "gentle" => p.gentle = flag(k, v)?,
+                "wait" => p.wait = flag(k, v)?,
+                "bytes" => p.bytes = flag(k, v)?,
+                "auto" => {}
                 _ => {
-                    p.gentle = match v.as_str() {
-                        "true" | "1" => true,
-                        "false" | "0" => false,
-                        _ => {
-                            return Err(err(
-                                field,
-                                format!("`gentle={v}`: gentle must be true or false"),
-                            ))
-                        }
+                    if !auto {
+                        return Err(err(
+                            field,
+                            format!("`{s}`: target_delay sets the delay automatic RED aims its thresholds at and needs auto=true"),
+                        ));
                     }
+                    let d = parse_duration_ns(v)
+                        .filter(|&d| (1000..=10_000_000_000).contains(&d))
+                        .ok_or_else(|| {
+                            err(
+                                field,
+                                format!("`target_delay={v}`: target_delay must be a time from 1us to 10s, such as 5ms"),
+                            )
+                        })?;
+                    p.auto_target_ns = Some(d);
                 }
             }
         }
-        if p.max_th <= p.min_th || p.min_th <= 0.0 {
+        if !auto && (p.max_th <= p.min_th || p.min_th <= 0.0) {
             return Err(err(
                 field,
                 format!(

@@ -21,7 +21,7 @@
 //! duplicate = "0%"
 //! reorder = "0%"
 //! queue = "1bdp"              # 100pkt | 64kb | 1bdp
-//! aqm = "droptail"            # droptail | red[:min_th=5,...] | codel[:target=5ms,...] | pie[:target=15ms,...] | fq_codel[:...] (= codel with sched fq)
+//! aqm = "droptail"            # droptail | red[:min_th=5,...] | red:auto=true | codel[:target=5ms,...] | pie[:target=15ms,...] | fq_codel[:...] (= codel with sched fq)
 //! sched = "fifo"              # fifo | fq | wfq (deficit round robin; see below)
 //! seed = 1
 //!

@@ -201,5 +201,117 @@ fn queue_management_errors_name_field_value_and_allowed() {
             "link.aqm",
             "target < interval",
         ),
+        (
+            "aqm = \"red:auto=true,min_th=10\"",
+            "link.aqm",
+            "min_th is derived from the link's rate and delay with auto=true",
+        ),
+        (
+            "[up]\naqm = \"red:wq=0.01,auto=true\"",
+            "link.up.aqm",
+            "wq is derived",
+        ),
+        (
+            "aqm = \"red:auto=true,max_th=30\"",
+            "link.aqm",
+            "give either auto=true or explicit min_th, max_th and wq",
+        ),
+        (
+            "aqm = \"red:target_delay=5ms\"",
+            "link.aqm",
+            "target_delay sets the delay automatic RED aims its thresholds at and needs auto=true",
+        ),
+        (
+            "aqm = \"red:auto=true,target_delay=0ms\"",
+            "link.aqm",
+            "target_delay must be a time from 1us to 10s",
+        ),
+        (
+            "aqm = \"red:auto=yes\"",
+            "link.aqm",
+            "auto must be true or false",
+        ),
+        (
+            "aqm = \"red:wait=2\"",
+            "link.aqm",
+            "wait must be true or false",
+        ),
+        (
+            "aqm = \"red:auto=true,mean_pktsize=10\"",
+            "link.aqm",
+            "mean_pktsize must be 64..65535",
+        ),
     ]);
+}
+
+/// ns-2's automatic RED (`queue/red.cc`, `REDQueue::initialize_params`),
+/// against values computed apart from this code (Python's math.expm1): ptc = rate / (8 · 500) packets/s,
+/// min_th = max(5, 0.005 · ptc / 2), max_th = 3 · min_th, and
+/// wq = 1 − exp(−1 / (10 · max(0.1, 3 · (delay + 1/ptc)) · ptc)).
+#[test]
+fn automatic_red_derives_ns2_thresholds_and_weight() {
+    let auto = |rate: &str, delay: &str| {
+        let l = parse(&format!(
+            "rate = \"{rate}\"\ndelay = \"{delay}\"\naqm = \"red:auto=true\""
+        ))
+        .unwrap();
+        let Aqm::Red(p) = l.down.aqm.resolved(l.down.rate_bps, l.down.delay_ns) else {
+            panic!("not RED")
+        };
+        p
+    };
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+    // 20 Mbit/s: ptc = 5000/s; target queue 25 packets, half of it 12.5;
+    // rtt = max(0.1, 3 · (0.020 + 0.0002)) = 0.1 s; wq = 1 − e^(−1/5000).
+    let p = auto("20mbit", "20ms");
+    assert!(close(p.min_th, 12.5) && close(p.max_th, 37.5), "{p:?}");
+    assert!(close(p.wq, 1.999_800_013_332_9e-4), "{}", p.wq);
+    assert_eq!((p.mean_pktsize, p.max_p, p.gentle), (500, 0.1, true));
+    assert!(p.wait && p.bytes);
+    // 100 Mbit/s: ptc = 25000/s; min_th 62.5, max_th 187.5; wq = 1 − e^(−1/25000).
+    let p = auto("100mbit", "20ms");
+    assert!(close(p.min_th, 62.5) && close(p.max_th, 187.5), "{p:?}");
+    assert!(close(p.wq, 3.999_920_001_066_6e-5), "{}", p.wq);
+    // A long link: rtt = 3 · (0.050 + 0.0002) = 0.1506 s leaves the 0.1 s
+    // floor; wq = 1 − e^(−1/7530).
+    let p = auto("20mbit", "50ms");
+    assert!(close(p.wq, 1.327_933_070_2e-4), "{}", p.wq);
+    // 1 Mbit/s: ptc = 250/s, the target queue (1.25 packets) is below
+    // the floor of 5; wq = 1 − e^(−1/250).
+    let p = auto("1mbit", "20ms");
+    assert!(close(p.min_th, 5.0) && close(p.max_th, 15.0), "{p:?}");
+    assert!(close(p.wq, 3.992_010_656_0e-3), "{}", p.wq);
+    // A target delay and a packet size of one's own: 20 Mbit/s at 1000
+    // bytes is 2500 packets/s; 20 ms of it is 50 packets, min_th 25.
+    let l = parse("rate = \"20mbit\"\naqm = \"red:auto=true,target_delay=20ms,mean_pktsize=1000\"")
+        .unwrap();
+    let Aqm::Red(p) = l.down.aqm.resolved(l.down.rate_bps, l.down.delay_ns) else {
+        panic!()
+    };
+    assert!(close(p.min_th, 25.0) && close(p.max_th, 75.0), "{p:?}");
+    // Explicit RED is left as written, and keeps the old defaults.
+    let l = parse("aqm = \"red\"").unwrap();
+    assert_eq!(l.down.aqm.resolved(1e9, 1), Aqm::Red(RedParams::default()));
+    assert!(matches!(l.down.aqm, Aqm::Red(p) if !p.wait && !p.bytes && p.auto_target_ns.is_none()));
+}
+
+#[test]
+fn red_specs_round_trip() {
+    for spec in [
+        "red:auto=true",
+        "red:auto=true,target_delay=20ms,mean_pktsize=1000,wait=false,bytes=false,gentle=false,max_p=0.2",
+        "red:min_th=5,max_th=15,max_p=0.1,wq=0.002",
+        "red:min_th=5,max_th=15,wait=true,bytes=true,mean_pktsize=500",
+        "red:auto=false,min_th=3,max_th=9",
+    ] {
+        let l = parse(&format!("aqm = \"{spec}\"")).unwrap();
+        let back = LinkSpec::from_toml(&l.to_toml(), Path::new("."), "link").unwrap();
+        assert_eq!(back, l, "{spec}");
+    }
+    // The written form of explicit RED is what it was before wait and bytes.
+    let l = parse("aqm = \"red\"").unwrap();
+    assert_eq!(
+        l.to_toml()["down"]["aqm"].as_str(),
+        Some("red:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000")
+    );
 }
