@@ -110,22 +110,30 @@ pub enum Next {
 
 /// Builds the next packet of `conn` unless pacing holds it beyond
 /// `now + slack`. Pacing is checked before the packet is built, so packets
-/// are stamped when they really leave.
+/// are stamped when they really leave. A connection timer that is due
+/// (a delayed ACK's deadline: quiche sends that ACK from `send`, not from
+/// `on_timeout`) is not held by the pacer: otherwise the timer would stay
+/// due until the pacer released data, and a loop that wakes on it would
+/// spin (in virtual time, forever).
 pub fn next_packet(
     conn: &mut quiche::Connection,
     buf: &mut [u8],
     now: Instant,
     slack: Duration,
 ) -> Next {
-    if let Some(t) = conn.get_next_release_time().and_then(|d| d.time(now)) {
-        if t > now + slack {
+    let held = conn
+        .get_next_release_time()
+        .and_then(|d| d.time(now))
+        .filter(|t| *t > now + slack);
+    if let Some(t) = held {
+        if !conn.timeout_instant().is_some_and(|d| d <= now) {
             return Next::Wait(t);
         }
     }
     match conn.send(buf) {
         Ok((n, info)) => Next::Packet(n, info),
         // Done, or an error that closes the connection (quiche reports it).
-        Err(_) => Next::Idle,
+        Err(_) => held.map_or(Next::Idle, Next::Wait),
     }
 }
 

@@ -55,6 +55,9 @@ pub(super) fn run(
     };
     let mut drain_until: Option<u64> = None;
     let mut out: Vec<(u64, Dir, Packet)> = Vec::new();
+    // Steps taken at the current instant: a burst of arrivals and sends
+    // takes a few thousand; millions mean nothing moves time forward.
+    let mut same_instant = 0u64;
     loop {
         let due = w.next_due(samplers[0].next_due(), end_ns);
         if due.all_done && e.active_end.is_none() {
@@ -74,7 +77,16 @@ pub(super) fn run(
             e.active_end.get_or_insert(e.now);
             break;
         }
-        e.now = due.next.max(e.now);
+        let next = due.next.max(e.now);
+        same_instant = if next == e.now { same_instant + 1 } else { 0 };
+        if same_instant > STUCK_STEPS {
+            return Err(SimError::Stuck {
+                at_ms: e.now as f64 / 1e6,
+                steps: same_instant,
+                what: w.due_at(e.now),
+            });
+        }
+        e.now = next;
         e.events += 1;
         if e.events.is_multiple_of(4096) && stop.load(Ordering::Relaxed) {
             return Err(SimError::Interrupted);
@@ -83,6 +95,10 @@ pub(super) fn run(
     }
     Ok(e)
 }
+
+/// Steps at one instant after which the loop gives up (see
+/// [`SimError::Stuck`]).
+const STUCK_STEPS: u64 = 1_000_000;
 
 /// Everything due at `now`.
 fn step(
@@ -110,6 +126,30 @@ fn step(
 }
 
 impl World {
+    /// What is due at `now`, in words (for [`SimError::Stuck`]).
+    fn due_at(&self, now: u64) -> String {
+        let mut v = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.client.is_some() && f.client_wake <= now {
+                v.push(format!("flow {i}'s client timer"));
+            }
+            if f.server_wake <= now {
+                v.push(format!("flow {i}'s server timer"));
+            }
+        }
+        if self.pending.peek().is_some_and(|p| p.0.at <= now) {
+            v.push("a packet entering the link".into());
+        }
+        if self.net.next_event().is_some_and(|t| t <= now) {
+            v.push("a link event".into());
+        }
+        if v.is_empty() {
+            "a cross source or a sample".into()
+        } else {
+            v.join(", ")
+        }
+    }
+
     /// The earliest of: a packet entering the link, the link's next
     /// departure or delivery, a bottleneck sample (`sample_due`), a flow
     /// start, an endpoint's timer or pacing release, a cross datagram.

@@ -90,6 +90,17 @@ pub enum SimError {
     /// Stopped by the user.
     #[error("interrupted")]
     Interrupted,
+    /// Virtual time stopped advancing: something is due again at once
+    /// every time it runs (a simulator or endpoint bug, never a result).
+    #[error("virtual time stuck at {at_ms:.3} ms after {steps} steps at that instant: {what}")]
+    Stuck {
+        /// The instant, ms.
+        at_ms: f64,
+        /// Steps taken at it.
+        steps: u64,
+        /// What was due.
+        what: String,
+    },
 }
 
 /// Restores the wall clock on this thread however the run ends.
