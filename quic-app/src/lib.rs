@@ -126,7 +126,7 @@ pub fn next_packet(
         .and_then(|d| d.time(now))
         .filter(|t| *t > now + slack);
     if let Some(t) = held {
-        if !conn.timeout_instant().is_some_and(|d| d <= now) {
+        if conn.timeout_instant().is_none_or(|d| d > now) {
             return Next::Wait(t);
         }
     }
