@@ -153,6 +153,17 @@ fn claims_follow_the_measurements_and_runs_are_reused() {
     // and re-runs the others, whose repetitions changed.
     let again = reproduce(&dir, &opts(&out, true)).unwrap();
     assert_eq!(again.ran, 0);
+    // Each run and claims.json name the build; a run another build made
+    // is run again, not reused.
+    assert_eq!(claims["build"]["git_revision"], env!("CCLAB_GIT_REV"));
+    assert_eq!(claims["counts"]["claims"], 4);
+    let b = paper_out.join("runs/rate/2/build.json");
+    let mut rec: Value = serde_json::from_slice(&std::fs::read(&b).unwrap()).unwrap();
+    assert_eq!(rec, claims["build"]);
+    rec["fingerprint"] = "another build".into();
+    std::fs::write(&b, rec.to_string()).unwrap();
+    let rebuilt = reproduce(&dir, &opts(&out, true)).unwrap();
+    assert_eq!(rebuilt.ran, 1, "the run another build made is run again");
     let full = reproduce(&dir, &opts(&out, false)).unwrap();
     assert_eq!((full.runs, full.ran), (3, 3));
     assert_eq!(
