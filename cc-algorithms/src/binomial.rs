@@ -1,6 +1,7 @@
 //! Binomial congestion control (Bansal and Balakrishnan, "Binomial
-//! Congestion Control Algorithms", INFOCOM 2001), the comparators of the
-//! TCP/EXP paper (`shared/seeds/002_*.txt`, its reference \[10\]):
+//! Congestion Control Algorithms", INFOCOM 2001), which the TCP/EXP paper
+//! (`shared/seeds/002_*.txt`) cites as its reference \[10\] for the AIMD
+//! rule it generalises:
 //!
 //! ```text
 //! I: w <- w + alpha / w^k      per RTT without loss
@@ -22,10 +23,14 @@
 //! | `sqrt` | 0.5 | 0.5 | 1 | 0.5 | likewise |
 //! | `mimd` | -1 | 1 | 0.01 | 0.125 | Scalable TCP's a = 0.01 and b = 0.125 |
 //!
-//! `pipd` (polynomial increase, polynomial decrease) is not provided: the
-//! TCP/EXP paper defines it in its references \[26\]-\[29\] (Chandrasekaran and
-//! Wahida Banu, 2006), which could not be obtained here, and we will not
-//! invent a definition and give it their name.
+//! `mimd` is Scalable TCP's MIMD, not the TCP/EXP paper's. That paper
+//! compares against "MIMD and PIPD", the polynomial algorithms MIMD-Poly
+//! and PIPD-Poly of its references \[26\]-\[29\] (Chandrasekaran and Wahida
+//! Banu, 2006); it defines neither and those references could not be
+//! obtained here. So `pipd` is not provided (we will not invent a
+//! definition and give it their name), and by the same rule the TCP/EXP
+//! reproduction does not use `mimd` in MIMD-Poly's place: its MIMD claims
+//! are N/A, as its PIPD claims are.
 //!
 //! Mapping onto QUIC: the per-RTT increase is spread over the window's
 //! ACKs by bytes (`w += alpha / w^k x acked / cwnd` per ACK); a loss is a
@@ -86,8 +91,8 @@ impl BinomialConfig {
     /// Multiplicative increase, multiplicative decrease, with Scalable
     /// TCP's constants (Kelly, "Scalable TCP", CCR 2003): `a = 0.01` per
     /// ACK, i.e. `w / 100` per RTT, and `b = 0.125` of the window per loss.
-    /// The TCP/EXP paper's own MIMD (its references \[26\]-\[29\], MIMD-Poly)
-    /// could not be obtained, so these are not its constants.
+    /// Not the TCP/EXP paper's MIMD (MIMD-Poly, its references
+    /// \[26\]-\[29\], undefined there and unobtainable): see the module docs.
     pub const MIMD: BinomialConfig = BinomialConfig {
         name: "mimd",
         k: -1.0,

@@ -306,6 +306,7 @@ pub const METRICS: &[&str] = &[
     "lost",
     "completion_s",
     "goodput_cv",
+    "eq7_mbps",
 ];
 
 /// The signals a time-series figure may draw.

@@ -24,6 +24,7 @@
 //! | `lost` | packets the senders declared lost | sum |
 //! | `completion_s` | transfer time of sized flows (NaN if unfinished) | max |
 //! | `goodput_cv` | std. dev. / mean of the client's 0.5 s goodput reports, after the first 5 s | mean |
+//! | `eq7_mbps` | the square-root throughput `c s / (R sqrt(p))` from the flow's own loss rate and RTT (see [`eq7_mbps`]) | sum |
 
 use std::path::Path;
 
@@ -175,6 +176,7 @@ impl RunData {
                 )
             }),
             "completion_s" => completion_s(flows),
+            "eq7_mbps" => flows.iter().map(|f| eq7_mbps(f)).sum(),
             _ => return None,
         })
     }
@@ -277,6 +279,29 @@ fn link_value(
         "delivery_ratio" => 100.0 * (1.0 - loss()),
         _ => num(&r["jain_fairness"]),
     }))
+}
+
+/// Equation 7 of the TCP/EXP paper (seeds/002; the square-root law of
+/// Mathis et al.), the "throughput" of its Figs. 4, 6, 8, 10 and 13:
+/// `lambda = c s / (R sqrt(p))` with `c = 1.5 sqrt(2/3)`, in Mbit/s, from
+/// one flow's own measurements: `s` the datagram size
+/// ([`quic_app::MAX_DATAGRAM_SIZE`], the "packet" of the TCP mapping), `R`
+/// the mean of the sender's RTT samples, and `p` the share of the
+/// sender's packets it declared lost, `lost / (lost + bytes / s)` (the
+/// delivered payload counted in full datagrams). NaN without the sender's
+/// qlog (no RTT or loss count) and when the flow lost nothing (the
+/// formula has no value at `p = 0`).
+fn eq7_mbps(f: &Value) -> f64 {
+    let c = 1.5 * (2.0f64 / 3.0).sqrt();
+    let s = quic_app::MAX_DATAGRAM_SIZE as f64;
+    let r = num(&f["rtt_ms"]["mean"]) / 1e3;
+    let lost = num(&f["lost_packets"]);
+    let sent = lost + num(&f["bytes"]) / s;
+    let p = lost / sent;
+    if !(p > 0.0 && r > 0.0) {
+        return f64::NAN;
+    }
+    c * s / (r * p.sqrt()) * 8.0 / 1e6
 }
 
 /// The longest transfer time of sized flows; NaN if one did not finish.
@@ -476,5 +501,35 @@ mod tests {
         assert!(d.values("completion_s", None).unwrap()[0].is_nan());
         assert!(d.values("data_mb", Some("absent")).is_err());
         assert!(d.values("nonsense", None).is_err());
+    }
+
+    #[test]
+    fn eq7_is_the_square_root_law_of_the_flows_own_loss_and_rtt() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = quic_app::MAX_DATAGRAM_SIZE as f64;
+        // 9900 datagrams delivered and 100 lost: p = 1%, R = 100 ms.
+        let flow = |i: u64, cc: &str, lost: Value, rtt: Value| {
+            serde_json::json!({"index": i, "cc": cc, "bytes": 9900.0 * s, "goodput_bps": 1e6,
+                "rtt_ms": {"mean": rtt}, "lost_packets": lost})
+        };
+        let summary = serde_json::json!({"repetitions": [{"rep": 1, "flows": [
+            flow(0, "exp", 100.into(), 100.0.into()),
+            flow(1, "reno", 100.into(), 400.0.into()),
+            flow(2, "tahoe", 0.into(), 100.0.into()),
+            flow(3, "mimd", Value::Null, Value::Null),
+        ]}]});
+        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        let d = RunData::load(dir.path()).unwrap();
+        // c s / (R sqrt(p)) = 1.2247 x 1350 B / (0.1 s x 0.1) = 165.3 kB/s.
+        let exp = d.values("eq7_mbps", Some("exp")).unwrap()[0];
+        let want = 1.5 * (2.0f64 / 3.0).sqrt() * s / (0.1 * 0.1) * 8.0 / 1e6;
+        assert!((exp - want).abs() < 1e-9, "{exp} vs {want}");
+        assert!((exp - 1.3227).abs() < 1e-4, "{exp}");
+        // Four times the RTT, a quarter of the throughput.
+        let reno = d.values("eq7_mbps", Some("reno")).unwrap()[0];
+        assert!((reno - want / 4.0).abs() < 1e-9, "{reno}");
+        // Nothing lost, or no sender qlog: no value.
+        assert!(d.values("eq7_mbps", Some("tahoe")).unwrap()[0].is_nan());
+        assert!(d.values("eq7_mbps", Some("mimd")).unwrap()[0].is_nan());
     }
 }
