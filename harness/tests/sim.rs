@@ -301,6 +301,37 @@ fn unmeasured_losses_are_null_and_both_utilizations_are_reported() {
 }
 
 #[test]
+fn pacing_can_be_turned_off_per_flow() {
+    // The simulator is deterministic, so a knob it ignored would give the
+    // same bytes twice; unpaced, NewReno's slow start sends bursts that
+    // overflow a short queue sooner.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |p: &str| -> Value {
+        let sc = scenario(&format!(
+            "name = \"t\"\nduration = \"5s\"\n[link]\nbackend = \"sim\"\nrate = \"10mbit\"\nrtt = \"40ms\"\nqueue = \"10pkt\"\n[[flows]]\ncc = \"newreno\"\npacing = {p}\n"
+        ));
+        sim(&sc, &dir.path().join(p.replace('"', "")))
+    };
+    let on = run("\"on\"");
+    let off = run("false");
+    assert_ne!(on["flows"], off["flows"], "pacing = off changed nothing");
+    assert!(
+        off["bottleneck"]["drops"].as_f64() >= on["bottleneck"]["drops"].as_f64(),
+        "unpaced bursts should not drop less: {} vs {}",
+        off["bottleneck"],
+        on["bottleneck"]
+    );
+    let e = Scenario::parse(
+        "name = \"t\"\n[[flows]]\ncc = \"cubic\"\npacing = \"sometimes\"\n",
+        "test",
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("flows[0].pacing") && e.contains("off"), "{e}");
+}
+
+#[test]
 fn a_delayed_ack_is_not_held_by_the_pacer() {
     // ns-3's delayed ACKs on DCM+'s lossy 1 Mbit/s path: the receiver's
     // ACK deadline passed while its pacer held data, quiche sends that ACK

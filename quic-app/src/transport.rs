@@ -137,6 +137,39 @@ impl fmt::Display for SmallPackets {
     }
 }
 
+/// Whether a sender paces its packets (quiche's pacer, on by default for
+/// every plugin) or sends each as soon as the window allows, as ns-2's and
+/// ns-3's TCP agents and quiche's built-in Reno do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pacing {
+    /// Paced at the rate the controller sets.
+    On,
+    /// Sent as soon as the window has room.
+    Off,
+}
+
+impl Pacing {
+    /// Parses `on` or `off` (also `true`/`false`).
+    pub fn parse(s: &str) -> Result<Pacing, String> {
+        match s.trim() {
+            "on" | "true" => Ok(Pacing::On),
+            "off" | "false" => Ok(Pacing::Off),
+            _ => Err(format!(
+                "`{s}` is not on (quiche's pacer, the default) or off (send as soon as the window has room, as ns-2's TCP does)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Pacing {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(match self {
+            Pacing::On => "on",
+            Pacing::Off => "off",
+        })
+    }
+}
+
 /// The transport behaviours of one endpoint. The default acknowledges as
 /// quiche does (immediate) and avoids small packets: measured on CUBIC
 /// (20 Mbit/s, 40 ms, 10 s), quiche's own way sends a mean data packet of
@@ -150,6 +183,8 @@ pub struct Transport {
     /// Whether it sends data packets smaller than full while data is in
     /// flight.
     pub small_packets: SmallPackets,
+    /// Whether it paces what it sends.
+    pub pacing: Pacing,
 }
 
 impl Default for Transport {
@@ -157,6 +192,7 @@ impl Default for Transport {
         Transport {
             ack: AckPolicy::Immediate,
             small_packets: SmallPackets::Avoid,
+            pacing: Pacing::On,
         }
     }
 }
@@ -182,6 +218,7 @@ impl Transport {
         c.set_ack_policy(policy)
             .expect("an ACK policy of at least one packet");
         c.set_avoid_small_packets(self.small_packets == SmallPackets::Avoid);
+        c.enable_pacing(self.pacing == Pacing::On);
     }
 }
 
@@ -222,6 +259,9 @@ mod tests {
             assert!(e.contains("the forms are"), "{bad}: {e}");
         }
         assert_eq!(SmallPackets::parse("avoid"), Ok(SmallPackets::Avoid));
+        assert_eq!(Pacing::parse("off"), Ok(Pacing::Off));
+        assert_eq!(Pacing::parse(&Pacing::On.to_string()), Ok(Pacing::On));
+        assert!(Pacing::parse("sometimes").unwrap_err().contains("on"));
         assert!(SmallPackets::parse("sometimes")
             .unwrap_err()
             .contains("allow"));

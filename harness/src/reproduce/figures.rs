@@ -117,6 +117,8 @@ pub(super) fn metric_unit(m: &str) -> &'static str {
         "lost" => "packets lost",
         "completion_s" => "completion time (s)",
         "goodput_cv" => "goodput CoV",
+        "eq7_mbps" => "equation-7 throughput (Mbit/s)",
+        "utilization_steady" => "utilization after 1 s (%)",
         _ => "",
     }
 }

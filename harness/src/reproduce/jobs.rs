@@ -58,7 +58,14 @@ pub fn point_scenario(
 
 /// Metrics and figures that need the senders' qlog (the rest come from
 /// the link and the clients' reports).
-const QLOG_METRICS: &[&str] = &["rtt_ms", "rtt_p95_ms", "cwnd_cv", "cwnd_kb", "lost"];
+const QLOG_METRICS: &[&str] = &[
+    "rtt_ms",
+    "rtt_p95_ms",
+    "cwnd_cv",
+    "cwnd_kb",
+    "lost",
+    "eq7_mbps",
+];
 
 /// The qlog level point `p` of experiment `e` needs: `opts.qlog_level`
 /// when a claim or figure reads the senders' qlog there, else off (qlog

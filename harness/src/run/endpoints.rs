@@ -151,6 +151,7 @@ impl<'a> Endpoints<'a> {
         .args(mtu.map(|m| format!("--mtu={m}")))
         .arg(format!("--ack-policy={}", transport.ack))
         .arg(format!("--small-packets={}", transport.small_packets))
+        .arg(format!("--pacing={}", transport.pacing))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(qlog_dir.join("server.stderr"))?);
@@ -186,7 +187,8 @@ impl<'a> Endpoints<'a> {
             cmd.arg(format!("--mtu={m}"));
         }
         cmd.arg(format!("--ack-policy={}", f.transport.ack))
-            .arg(format!("--small-packets={}", f.transport.small_packets));
+            .arg(format!("--small-packets={}", f.transport.small_packets))
+            .arg(format!("--pacing={}", f.transport.pacing));
         cmd.args(["--json", "--interval", "0.5", "--qlog-level"])
             .arg(self.qlog_level.as_str())
             .arg("--qlog-scenario")

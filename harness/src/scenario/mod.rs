@@ -520,6 +520,7 @@ impl Scenario {
                     ("weight", f.weight.map(serde_json::Value::from)),
                     ("ack_policy", (f.transport.ack != AckPolicy::Immediate).then(|| f.transport.ack.to_string().into())),
                     ("small_packets", (f.transport.small_packets != quic_app::transport::Transport::default().small_packets).then(|| f.transport.small_packets.to_string().into())),
+                    ("pacing", (f.transport.pacing != quic_app::transport::Transport::default().pacing).then(|| f.transport.pacing.to_string().into())),
                 ] {
                     if let Some(v) = v {
                         j[k] = v;

@@ -1,7 +1,7 @@
 //! Reading a scenario from TOML: every field checked, every error naming
 //! the file, the field and what is allowed.
 
-use quic_app::transport::{AckPolicy, SmallPackets, Transport};
+use quic_app::transport::{AckPolicy, Pacing, SmallPackets, Transport};
 use std::path::Path;
 
 use cc_algorithms::units::parse_rate;
@@ -36,6 +36,7 @@ const FLOW: &[&str] = &[
     "weight",
     "ack_policy",
     "small_packets",
+    "pacing",
     "path",
     "rtt",
 ];
@@ -394,6 +395,19 @@ impl Entry<'_> {
         SmallPackets::parse(&s).map_err(|e| self.err("small_packets", e))
     }
 
+    /// `pacing` (default `on`; `off` sends as soon as the window has
+    /// room; `true`/`false` too).
+    fn pacing(&self) -> Result<Pacing, ScenarioError> {
+        let Some(v) = self.t.get("pacing") else {
+            return Ok(Transport::default().pacing);
+        };
+        let s = match v {
+            toml::Value::Boolean(b) => b.to_string(),
+            v => self.cx.text(&self.field("pacing"), v)?,
+        };
+        Pacing::parse(&s).map_err(|e| self.err("pacing", e))
+    }
+
     /// `path`: the names of the links crossed, client to server (an array
     /// of names, or one name).
     fn path(&self) -> Result<Option<Vec<String>>, ScenarioError> {
@@ -513,6 +527,7 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
         transport: Transport {
             ack: e.ack_policy()?,
             small_packets: e.small_packets()?,
+            pacing: e.pacing()?,
         },
         path: e.path()?,
         rtt_ns: match e.duration("rtt")? {

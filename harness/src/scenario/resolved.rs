@@ -94,6 +94,9 @@ fn flow_toml(f: &FlowSpec) -> toml::Value {
             f.transport.small_packets.to_string().into(),
         );
     }
+    if f.transport.pacing != quic_app::transport::Transport::default().pacing {
+        ft.insert("pacing".into(), f.transport.pacing.to_string().into());
+    }
     insert_path(&mut ft, &f.path);
     if let Some(r) = f.rtt_ns {
         ft.insert("rtt".into(), format_duration_ns(r).into());

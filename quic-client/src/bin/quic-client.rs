@@ -69,6 +69,10 @@ struct Args {
     /// cclab's scenarios) or allow (quiche's own).
     #[arg(long, default_value = "avoid", value_parser = quic_app::transport::SmallPackets::parse)]
     small_packets: quic_app::transport::SmallPackets,
+    /// Pacing of what this end sends: on (quiche's pacer) or off (as soon
+    /// as the window has room, as ns-2's TCP sends).
+    #[arg(long, default_value = "on", value_parser = quic_app::transport::Pacing::parse)]
+    pacing: quic_app::transport::Pacing,
 }
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
@@ -125,6 +129,7 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
         transport: quic_app::transport::Transport {
             ack: args.ack_policy,
             small_packets: args.small_packets,
+            pacing: args.pacing,
         },
     })
 }

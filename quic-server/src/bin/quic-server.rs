@@ -69,6 +69,10 @@ struct Args {
     /// cclab's scenarios) or allow (quiche's own).
     #[arg(long, default_value = "avoid", value_parser = quic_app::transport::SmallPackets::parse)]
     small_packets: quic_app::transport::SmallPackets,
+    /// Pacing of what this end sends: on (quiche's pacer) or off (as soon
+    /// as the window has room, as ns-2's TCP sends).
+    #[arg(long, default_value = "on", value_parser = quic_app::transport::Pacing::parse)]
+    pacing: quic_app::transport::Pacing,
     /// Validate client addresses with Retry (RFC 9000 §8.1.2) before
     /// keeping any state: a client's first Initial gets a Retry packet with
     /// a token (bound to its address, authenticated with a per-process
@@ -140,6 +144,7 @@ fn main() -> ExitCode {
         transport: quic_app::transport::Transport {
             ack: args.ack_policy,
             small_packets: args.small_packets,
+            pacing: args.pacing,
         },
     };
     let rt = tokio::runtime::Builder::new_current_thread()
