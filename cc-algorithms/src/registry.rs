@@ -392,6 +392,23 @@ const SMCC_PARAMS: &[ParamInfo] = &[
         "fitness weight of the loss fraction",
     ),
     number("seed", "1", 1.0, 0.0, 1e15, "seed of the swarm"),
+    number(
+        "flow_seed",
+        "0 or 1",
+        1.0,
+        0.0,
+        1.0,
+        "1: mix the seed with the RTT samples the flow took before tuning, so flows built from one spec explore differently (the same in every simulator run of a scenario and seed); 0: the seed alone (flows with one seed try the same particles together)",
+    ),
+    number(
+        "alpha_min",
+        "packets",
+        crate::smcc::SmccConfig::ALPHA_MIN,
+        0.0,
+        100.0,
+        "lower bound of alpha in the search (beta at least alpha_min + 0.5); the paper sets none, and its Table I implies 0.18 packets per flow; 1 is the alpha of the ns-2 Vegas it is compared with",
+    ),
+    LOSS_RESPONSE,
     ParamInfo {
         name: "table",
         unit: "TOML file from `cclab tune smcc`",
@@ -572,6 +589,9 @@ const ENTRIES: &[Entry] = &[
                 delta: p.get("delta"),
                 lambda: p.get("lambda"),
                 seed: p.get("seed") as u64,
+                flow_seed: p.get("flow_seed") >= 0.5,
+                alpha_min: p.get("alpha_min"),
+                loss_response: loss_response(p),
                 table: p
                     .file("table")
                     .and_then(|f| crate::smcc::SmccTable::load(std::path::Path::new(f)).ok())
