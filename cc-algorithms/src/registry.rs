@@ -406,7 +406,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
         crate::smcc::SmccConfig::ALPHA_MIN,
         0.0,
         100.0,
-        "lower bound of alpha in the search (beta at least alpha_min + 0.5); the paper sets none, and its Table I implies 0.18 packets per flow; 1 is the alpha of the ns-2 Vegas it is compared with",
+        "lower bound of alpha in the search (beta at least alpha_min + 0.5); the paper sets none, and its tables imply 0.18 and 0.034 packets per flow; 1 is the alpha of the ns-2 Vegas it is compared with; 0 would stop the window from growing",
     ),
     LOSS_RESPONSE,
     ParamInfo {
