@@ -90,7 +90,11 @@
 //!   already been retransmitted, 2 packets for a window of 3 or less). QUIC
 //!   never retransmits a packet under its old number, so the 1/2 case has
 //!   no counterpart; `loss_factor=0.5` gives the halving of the report's
-//!   text (and of PHCC, which it modifies).
+//!   text (and of PHCC, which it modifies). Our Vegas halves by default;
+//!   the Vegas the report compares with (ns-2's) is
+//!   `vegas:alpha=1,beta=3,loss_response=ns2`, which takes the same
+//!   quarter off, in whole packets as ns-2 does (here the quarter is of
+//!   the real-valued window: at most one packet apart).
 //! - **`phi` is 0.8**, the weight of the old value in F2 and F3. The
 //!   report's text gives no number (`v_impact_factor_` is declared in its
 //!   Figure 8 and never assigned in its listing); the author's code

@@ -14,7 +14,7 @@
 //! configured iterations; each velocity component is clamped to
 //! `vmax_fraction` of its dimension's range; positions are clamped to the
 //! bounds and then passed through a repair function (SMCC keeps
-//! `1 <= alpha < beta`).
+//! `alpha_min <= alpha < beta`).
 //!
 //! **Re-measuring the best** ([`PsoConfig::remeasure_best`]). Textbook PSO
 //! assumes a fixed fitness function: a position's fitness is measured once
@@ -310,7 +310,10 @@ fn pair(x: &[f64]) -> [f64; 2] {
 
 impl Swarm {
     /// A swarm spread uniformly at random over the bounds.
-    pub fn new(cfg: PsoConfig, repair: fn([f64; 2]) -> [f64; 2]) -> Self {
+    pub fn new(
+        cfg: PsoConfig,
+        repair: impl Fn([f64; 2]) -> [f64; 2] + Send + Sync + 'static,
+    ) -> Self {
         let repair: Repair = std::sync::Arc::new(move |x: &mut [f64]| {
             let r = repair(pair(x));
             x.copy_from_slice(&r);

@@ -30,6 +30,9 @@ pub enum ParamKind {
     Rate,
     /// A file name (optional; min, max and default are unused).
     File,
+    /// One of these names; stored as its index (which a spec may also
+    /// give), so min is 0, max the last index and the default an index.
+    Choice(&'static [&'static str]),
 }
 
 /// One tunable of an algorithm.
@@ -86,6 +89,7 @@ impl AlgorithmInfo {
                 ParamKind::Rate => format!("{}=40mbit", p.name),
                 ParamKind::Number => format!("{}={}", p.name, p.min),
                 ParamKind::File => format!("{}=FILE", p.name),
+                ParamKind::Choice(names) => format!("{}={}", p.name, names[0]),
             })
             .collect();
         if required.is_empty() {
@@ -164,7 +168,23 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
         max: 1.0,
         help: "0: Brakmo and Peterson's slow start as ns-2 runs it (growth every other RTT; gamma tested at the end of each round that did not grow, on how far its RTT rose; cwnd cut by 1/8 on leaving, to no more than rate x baseRTT); 1: Linux tcp_vegas.c's (growth every RTT, gamma tested on the round's minimum RTT)",
     },
+    LOSS_RESPONSE,
 ];
+
+/// `loss_response=` of Vegas and of SMCC (Vegas underneath).
+const LOSS_RESPONSE: ParamInfo = ParamInfo {
+    name: "loss_response",
+    unit: "half or ns2",
+    kind: ParamKind::Choice(crate::vegas::LossResponse::NAMES),
+    default: Some(0.0),
+    min: 0.0,
+    max: 1.0,
+    help: "half: NewReno's (and Linux's) halving on a loss, the minimum window on persistent congestion; ns2: ns-2 Vegas's (tcp-vegas.cc): a quarter off in whole packets (win -= win >> 2; 2 packets at 3 or less), and on persistent congestion (ns-2's timeout) ssthresh = half the window, cwnd = 2 packets",
+};
+
+fn loss_response(p: &Params) -> crate::vegas::LossResponse {
+    crate::vegas::LossResponse::from_code(p.get("loss_response")).unwrap_or_default()
+}
 
 const BR_TCP_PARAMS: &[ParamInfo] = &[ParamInfo {
     name: "reserved",
@@ -372,6 +392,23 @@ const SMCC_PARAMS: &[ParamInfo] = &[
         "fitness weight of the loss fraction",
     ),
     number("seed", "1", 1.0, 0.0, 1e15, "seed of the swarm"),
+    number(
+        "flow_seed",
+        "0 or 1",
+        1.0,
+        0.0,
+        1.0,
+        "1: mix the seed with the RTT samples the flow took before tuning, so flows built from one spec explore differently (the same in every simulator run of a scenario and seed); 0: the seed alone (flows with one seed try the same particles together)",
+    ),
+    number(
+        "alpha_min",
+        "packets",
+        crate::smcc::SmccConfig::ALPHA_MIN,
+        0.0,
+        100.0,
+        "lower bound of alpha in the search (beta at least alpha_min + 0.5); the paper sets none, and its tables imply 0.18 and 0.034 packets per flow; 1 is the alpha of the ns-2 Vegas it is compared with; 0 would stop the window from growing",
+    ),
+    LOSS_RESPONSE,
     ParamInfo {
         name: "table",
         unit: "TOML file from `cclab tune smcc`",
@@ -469,6 +506,7 @@ const ENTRIES: &[Entry] = &[
                 } else {
                     crate::vegas::SlowStart::Paper
                 },
+                loss_response: loss_response(p),
             }))
         },
     },
@@ -551,6 +589,9 @@ const ENTRIES: &[Entry] = &[
                 delta: p.get("delta"),
                 lambda: p.get("lambda"),
                 seed: p.get("seed") as u64,
+                flow_seed: p.get("flow_seed") >= 0.5,
+                alpha_min: p.get("alpha_min"),
+                loss_response: loss_response(p),
                 table: p
                     .file("table")
                     .and_then(|f| crate::smcc::SmccTable::load(std::path::Path::new(f)).ok())
@@ -897,6 +938,11 @@ fn expected(kind: ParamKind, min: f64, max: f64, unit: &str) -> String {
             crate::units::format_rate(max)
         ),
         ParamKind::File => format!("a file name ({unit})"),
+        ParamKind::Choice(names) => format!(
+            "one of {} (or its index, 0 to {})",
+            names.join(", "),
+            names.len().saturating_sub(1)
+        ),
     }
 }
 
@@ -967,6 +1013,11 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
             ParamKind::Number => value.parse::<f64>().ok(),
             ParamKind::Rate => crate::units::parse_rate(value),
             ParamKind::File => None,
+            ParamKind::Choice(names) => names
+                .iter()
+                .position(|n| n.eq_ignore_ascii_case(value))
+                .map(|i| i as f64)
+                .or_else(|| value.parse::<f64>().ok().filter(|v| v.fract() == 0.0)),
         }
         .ok_or_else(bad)?;
         if !v.is_finite() || v < param.min || v > param.max {
@@ -1130,7 +1181,7 @@ mod tests {
         let e = parse("vegas:delta=1").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "`vegas` has no parameter `delta`; valid: alpha, beta, gamma, linux_slow_start"
+            "`vegas` has no parameter `delta`; valid: alpha, beta, gamma, linux_slow_start, loss_response"
         );
 
         let e = parse("newreno:x=1").unwrap_err();
@@ -1297,7 +1348,13 @@ mod tests {
         let vegas = all.iter().find(|a| a.name == "vegas").unwrap();
         assert_eq!(
             vegas.params.iter().map(|p| p.name).collect::<Vec<_>>(),
-            ["alpha", "beta", "gamma", "linux_slow_start"]
+            [
+                "alpha",
+                "beta",
+                "gamma",
+                "linux_slow_start",
+                "loss_response"
+            ]
         );
         let names = |n: &str| {
             all.iter()

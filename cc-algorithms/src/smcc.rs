@@ -45,13 +45,46 @@
 //! `iterations` iterations (10), plus one re-measurement of the best per
 //! iteration, seeded (`seed`) so runs repeat ([`crate::pso`]).
 //!
-//! Bounds: `1 <= alpha <= max - 0.5`, `alpha + 0.5 <= beta <= max`, both in
-//! the search space and in every value applied to Vegas (table entries
-//! included; a non-finite value becomes the lower bound). After every
-//! move, positions are repaired to keep `alpha < beta`, at least half a
-//! packet apart, so the hold band of Vegas never vanishes. Vegas compares
+//! Bounds: `alpha_min <= alpha <= max - 0.5`, `alpha + 0.5 <= beta <= max`,
+//! both in the search space and in every value applied to Vegas (table
+//! entries included; a non-finite value becomes the lower bound). After
+//! every move, positions are repaired to keep `alpha < beta`, at least half
+//! a packet apart, so the hold band of Vegas never vanishes. Vegas compares
 //! its real-valued `diff` with them ([`crate::vegas`]), so a band such as
 //! [2.3, 2.8] holds.
+//!
+//! **The floor of alpha** (`alpha_min`, 0.01 packets by default; it was a
+//! fixed 1 before). The paper puts no bound on the search: it calls alpha
+//! and beta the lower and upper bound of the desired queue (per flow, in
+//! packets), a quantity bounded below only by 0, and reports equilibria far
+//! below one packet per flow: 1.8 packets for ten flows in Table I (0.18
+//! per flow), about 2 in Fig. 3, 0.34 in Table II (0.034 per flow). A floor
+//! of 1 is the alpha of the Vegas SMCC is compared with (ns-2's default),
+//! so the swarm could never ask for less queue than Vegas keeps. The floor
+//! is not 0: Vegas grows only while `diff < alpha`, so at 0 a window would
+//! never grow, not even on an empty queue. 0.01 is below the smallest
+//! per-flow queue the paper reports. Measured on the reproduction's
+//! bottleneck (ten flows, 20 Mbit/s, 40 ms, RED 5/15, one 200 s run each),
+//! ten Vegas flows sharing an alpha of 0.02 to 0.2 (beta = alpha + 2) drop
+//! 86 to 1413 packets against 7459 at alpha 1; the online swarms, though,
+//! settle at alpha 2 to 19 with a floor of 1, 0.1 or 0.01 alike (each
+//! flow's fitness rewards its own share, and a larger alpha wins a flow
+//! more of the link whatever the others do), so there the floor changes
+//! nothing measurable.
+//!
+//! **Each connection explores on its own** (`flow_seed=1`, the default).
+//! Flows built from one spec share its `seed`; with the seed alone, ten
+//! SMCC flows that leave slow start together try the same particles at the
+//! same time, so each flow's fitness measures what all ten did together
+//! (they did so before this option). The plugin interface tells a
+//! controller nothing about its connection (`ControllerConfig` holds the
+//! datagram size, the initial window and RTT; the harness builds each
+//! flow's controller from its spec alone), so the swarm's seed is `seed`
+//! mixed with the RTT samples (nanoseconds) the flow took before tuning
+//! began: flows sharing a bottleneck see their packets interleaved
+//! differently, so their samples differ, and on the simulator the samples,
+//! and hence the seeds, are the same in every run of a scenario and seed.
+//! `flow_seed=0` uses `seed` alone (give each flow its own `seed=` then).
 //!
 //! Choices the paper leaves open:
 //! - Tuning starts when the connection first leaves slow start: before
@@ -76,9 +109,14 @@
 //! entry nearest in log distance, `|ln(rtt/rtt_e)| + |ln(rate/rate_e)|`,
 //! and runs Vegas with its values from then on.
 //!
+//! **Loss response** (`loss_response=`): Vegas's ([`crate::vegas::LossResponse`]),
+//! `half` by default; `ns2` for ns-2 Vegas's quarter, which the paper's
+//! SMCC (a modified ns-2 Vegas module) inherited.
+//!
 //! In qlog: `smcc_alpha`, `smcc_beta`, `vegas_diff`, `smcc_particle` (-1
 //! while the best is re-measured), `smcc_iteration` and `smcc_fitness` (the
-//! last measured); in offline mode `smcc_table_entry` (the entry chosen, -1
+//! last measured), `smcc_seed` (the swarm's seed, its low 52 bits, once
+//! tuning began); in offline mode `smcc_table_entry` (the entry chosen, -1
 //! before the choice).
 
 use std::path::{Path, PathBuf};
@@ -91,7 +129,7 @@ use quiche::cc::{
 };
 
 use crate::pso::{PsoConfig, Swarm};
-use crate::vegas::{Vegas, VegasConfig};
+use crate::vegas::{LossResponse, Vegas, VegasConfig};
 
 /// SMCC configuration; it is also the factory.
 #[derive(Debug, Clone)]
@@ -110,6 +148,13 @@ pub struct SmccConfig {
     pub lambda: f64,
     /// Seed of the swarm.
     pub seed: u64,
+    /// Mix the seed with the flow's own RTT samples before tuning, so
+    /// flows from one spec explore differently (module docs).
+    pub flow_seed: bool,
+    /// Lower bound of alpha, packets (module docs).
+    pub alpha_min: f64,
+    /// Vegas's response to a loss.
+    pub loss_response: LossResponse,
     /// Offline mode: the table of tuned values.
     pub table: Option<Arc<SmccTable>>,
 }
@@ -163,10 +208,10 @@ impl SmccTable {
         let mut entry = Vec::with_capacity(t.entry.len());
         for (i, e) in t.entry.iter().enumerate() {
             let (alpha, beta) = (e.params.get("alpha"), e.params.get("beta"));
-            let ok = matches!((alpha, beta), (Some(&a), Some(&b)) if a >= 1.0 && b > a);
+            let ok = matches!((alpha, beta), (Some(&a), Some(&b)) if a >= 0.0 && b > a);
             if !ok {
                 return Err(format!(
-                    "{} entry {i}: needs rtt_ms > 0, rate_bps > 0 and 1 <= alpha < beta (got {e:?})",
+                    "{} entry {i}: needs rtt_ms > 0, rate_bps > 0 and 0 <= alpha < beta (got {e:?})",
                     path.display()
                 ));
             }
@@ -207,6 +252,11 @@ impl SmccTable {
     }
 }
 
+impl SmccConfig {
+    /// The default floor of alpha, packets (module docs).
+    pub const ALPHA_MIN: f64 = 0.01;
+}
+
 impl Default for SmccConfig {
     fn default() -> Self {
         SmccConfig {
@@ -217,6 +267,9 @@ impl Default for SmccConfig {
             delta: 1.0,
             lambda: 10.0,
             seed: 1,
+            flow_seed: true,
+            alpha_min: SmccConfig::ALPHA_MIN,
+            loss_response: LossResponse::Half,
             table: None,
         }
     }
@@ -263,6 +316,10 @@ pub struct Smcc {
     /// entry chosen.
     max_rate_bps: f64,
     chosen: Option<usize>,
+    /// The RTT samples before tuning, mixed (`flow_seed`).
+    sample_mix: u64,
+    /// The swarm's seed, once tuning began.
+    swarm_seed: Option<u64>,
 }
 
 /// SMCC's fitness (module docs): the rate as a fraction of a fixed
@@ -281,8 +338,15 @@ pub fn fitness(
 
 /// The swarm SMCC runs online (`cclab tune` runs one with the same constants): inertia
 /// 0.9 to 0.4, c1 = c2 = 2, velocity clamped to 20% of the range, alpha in
-/// [1, max - 0.5] and beta in [1.5, max].
-pub fn pso_config(swarm: usize, iterations: usize, max: f64, seed: u64) -> PsoConfig {
+/// [alpha_min, max - 0.5] and beta in [alpha_min + 0.5, max].
+pub fn pso_config(
+    swarm: usize,
+    iterations: usize,
+    alpha_min: f64,
+    max: f64,
+    seed: u64,
+) -> PsoConfig {
+    let (alpha_min, max) = bounds(alpha_min, max);
     PsoConfig {
         swarm: swarm.max(1),
         iterations,
@@ -291,7 +355,7 @@ pub fn pso_config(swarm: usize, iterations: usize, max: f64, seed: u64) -> PsoCo
         c1: 2.0,
         c2: 2.0,
         vmax_fraction: 0.2,
-        lower: vec![1.0, 1.5],
+        lower: vec![alpha_min, alpha_min + 0.5],
         upper: vec![max - 0.5, max],
         seed,
         // Offline evaluations are whole, repeatable runs.
@@ -300,23 +364,42 @@ pub fn pso_config(swarm: usize, iterations: usize, max: f64, seed: u64) -> PsoCo
     }
 }
 
-/// The swarm's own repair after each move (a plain fn, as the swarm takes
-/// one): `1 <= alpha`, `beta >= alpha + 0.5`. The upper bound is applied
-/// with [`repair`] when a position is used. A non-finite value becomes the
-/// lower bound.
-pub fn keep_order([a, b]: [f64; 2]) -> [f64; 2] {
-    let a = finite_or(a, 1.0).max(1.0);
-    [a, finite_or(b, a + 0.5).max(a + 0.5)]
+/// `alpha_min` and `max` made usable: `alpha_min` finite and at least 0,
+/// `max` finite and at least `alpha_min + 1`, so that `[alpha_min, max -
+/// 0.5]` is never empty.
+fn bounds(alpha_min: f64, max: f64) -> (f64, f64) {
+    let lo = finite_or(alpha_min, SmccConfig::ALPHA_MIN).max(0.0);
+    (lo, finite_or(max, lo + 1.0).max(lo + 1.0))
 }
 
-/// Keeps `1 <= alpha < beta <= max`, at least half a packet apart; a
-/// non-finite value becomes the lower bound.
-pub fn repair(max: f64) -> impl Fn([f64; 2]) -> [f64; 2] {
-    let max = finite_or(max, 2.0).max(1.5);
+/// The swarm's own repair after each move: `alpha_min <= alpha`, `beta >=
+/// alpha + 0.5`. The upper bound is applied with [`repair`] when a
+/// position is used. A non-finite value becomes the lower bound.
+pub fn keep_order(alpha_min: f64) -> impl Fn([f64; 2]) -> [f64; 2] + Send + Sync + 'static {
+    let lo = bounds(alpha_min, 0.0).0;
     move |[a, b]| {
-        let a = finite_or(a, 1.0).clamp(1.0, max - 0.5);
+        let a = finite_or(a, lo).max(lo);
+        [a, finite_or(b, a + 0.5).max(a + 0.5)]
+    }
+}
+
+/// Keeps `alpha_min <= alpha < beta <= max`, at least half a packet apart;
+/// a non-finite value becomes the lower bound.
+pub fn repair(alpha_min: f64, max: f64) -> impl Fn([f64; 2]) -> [f64; 2] {
+    let (lo, max) = bounds(alpha_min, max);
+    move |[a, b]| {
+        let a = finite_or(a, lo).clamp(lo, max - 0.5);
         [a, finite_or(b, a + 0.5).clamp(a + 0.5, max)]
     }
+}
+
+/// One step of SplitMix64's output function over `state ^ x`: mixes a
+/// value into a running hash.
+fn mix(state: u64, x: u64) -> u64 {
+    let mut z = (state ^ x).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn finite_or(x: f64, fallback: f64) -> f64 {
@@ -330,27 +413,50 @@ fn finite_or(x: f64, fallback: f64) -> f64 {
 impl Smcc {
     /// A controller for a new path.
     pub fn new(cfg: SmccConfig, config: &ControllerConfig) -> Self {
-        let max = cfg.max.max(2.0);
-        let swarm = Swarm::new(
-            PsoConfig {
-                remeasure_best: true,
-                ..pso_config(cfg.swarm, cfg.iterations, max, cfg.seed)
-            },
-            keep_order,
-        );
-        let defaults = VegasConfig::default();
+        let (alpha_min, max) = bounds(cfg.alpha_min, cfg.max.max(2.0));
+        let cfg = SmccConfig {
+            max,
+            alpha_min,
+            ..cfg
+        };
+        let vegas_cfg = VegasConfig {
+            loss_response: cfg.loss_response,
+            ..VegasConfig::default()
+        };
         Smcc {
-            vegas: Vegas::new(defaults.clone(), config),
-            swarm,
+            swarm: Self::swarm_of(&cfg, cfg.seed),
+            vegas: Vegas::new(vegas_cfg.clone(), config),
             tuning: false,
             interval: Interval::default(),
             reference_rate: 0.0,
             last_fitness: 0.0,
-            alpha: defaults.alpha,
-            beta: defaults.beta,
+            alpha: vegas_cfg.alpha,
+            beta: vegas_cfg.beta,
             max_rate_bps: 0.0,
             chosen: None,
-            cfg: SmccConfig { max, ..cfg },
+            sample_mix: 0,
+            swarm_seed: None,
+            cfg,
+        }
+    }
+
+    fn swarm_of(cfg: &SmccConfig, seed: u64) -> Swarm {
+        Swarm::new(
+            PsoConfig {
+                remeasure_best: true,
+                ..pso_config(cfg.swarm, cfg.iterations, cfg.alpha_min, cfg.max, seed)
+            },
+            keep_order(cfg.alpha_min),
+        )
+    }
+
+    /// The swarm's seed: `seed`, mixed with the RTT samples taken so far
+    /// when `flow_seed` is on.
+    fn tuning_seed(&self) -> u64 {
+        if self.cfg.flow_seed {
+            mix(self.cfg.seed, self.sample_mix)
+        } else {
+            self.cfg.seed
         }
     }
 
@@ -379,7 +485,7 @@ impl Smcc {
     }
 
     fn apply(&mut self, [a, b]: [f64; 2]) {
-        let [a, b] = repair(self.cfg.max)([a, b]);
+        let [a, b] = repair(self.cfg.alpha_min, self.cfg.max)([a, b]);
         self.alpha = a;
         self.beta = b;
         self.vegas.set_thresholds(a, b);
@@ -436,6 +542,11 @@ impl Smcc {
     pub fn swarm(&self) -> &Swarm {
         &self.swarm
     }
+
+    /// The swarm's seed, once tuning began.
+    pub fn swarm_seed(&self) -> Option<u64> {
+        self.swarm_seed
+    }
 }
 
 impl CongestionController for Smcc {
@@ -446,6 +557,10 @@ impl CongestionController for Smcc {
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         self.vegas.on_ack(ack, now);
+        if let (Some(s), false) = (ack.rtt_sample, self.tuning) {
+            let ns = u64::try_from(s.as_nanos()).unwrap_or(u64::MAX);
+            self.sample_mix = mix(self.sample_mix, ns);
+        }
         if let (Some(s), Some(base)) = (ack.rtt_sample, self.vegas.base_rtt()) {
             self.interval.queueing_sum += s.saturating_sub(base).as_secs_f64();
             self.interval.samples += 1;
@@ -467,6 +582,11 @@ impl CongestionController for Smcc {
         if !self.tuning {
             if !self.vegas.in_slow_start() && !self.swarm.finished() {
                 self.tuning = true;
+                let seed = self.tuning_seed();
+                self.swarm_seed = Some(seed);
+                if seed != self.cfg.seed {
+                    self.swarm = Self::swarm_of(&self.cfg, seed);
+                }
                 self.reference_rate = self.max_rate_bps / 8.0;
                 let first = self.swarm.candidate();
                 self.apply(first);
@@ -529,6 +649,9 @@ impl CongestionController for Smcc {
         f("smcc_particle", particle);
         f("smcc_iteration", iteration as f64);
         f("smcc_fitness", self.last_fitness);
+        if let Some(seed) = self.swarm_seed {
+            f("smcc_seed", (seed & ((1 << 52) - 1)) as f64);
+        }
         if self.cfg.table.is_some() {
             f("smcc_table_entry", self.chosen.map_or(-1.0, |i| i as f64));
         }
@@ -546,7 +669,7 @@ mod tests {
 
     #[test]
     fn repair_keeps_alpha_below_beta_within_bounds() {
-        let r = repair(20.0);
+        let r = repair(1.0, 20.0);
         assert_eq!(r([0.0, 0.0]), [1.0, 1.5]);
         assert_eq!(r([30.0, 5.0]), [19.5, 20.0]);
         assert_eq!(r([5.0, 4.0]), [5.0, 5.5]);
@@ -555,7 +678,7 @@ mod tests {
         // through `clamp` untouched and reach Vegas).
         for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -3.0, 0.5] {
             for y in [f64::NAN, f64::INFINITY, 0.0, 1.2] {
-                for [a, b] in [r([x, y]), keep_order([x, y])] {
+                for [a, b] in [r([x, y]), keep_order(1.0)([x, y])] {
                     assert!(
                         a >= 1.0 && b >= a + 0.5 && b.is_finite(),
                         "{x} {y}: {a} {b}"
@@ -614,7 +737,7 @@ mod tests {
                 seen.push(d.cc.thresholds());
             }
             let (a, b) = d.cc.thresholds();
-            assert!((1.0..=19.5).contains(&a) && a + 0.5 <= b && b <= 20.0);
+            assert!((SmccConfig::ALPHA_MIN..=19.5).contains(&a) && a + 0.5 <= b && b <= 20.0);
         }
         // 3 particles x 2 iterations were measured, then the best is kept.
         assert!(d.cc.swarm().finished());
@@ -661,7 +784,7 @@ mod tests {
         d.send_and_ack(10, false);
         assert!(d.cc.swarm().finished());
         let (best, _) = d.cc.swarm().best();
-        assert_eq!(repair(20.0)(best), [p1.0, p1.1]);
+        assert_eq!(repair(SmccConfig::ALPHA_MIN, 20.0)(best), [p1.0, p1.1]);
         assert_eq!(d.cc.thresholds(), p1);
     }
 
@@ -669,6 +792,144 @@ mod tests {
         // A loss puts Vegas (NewReno underneath) into avoidance.
         d.lose(1, true);
         d.in_flight.clear();
+    }
+
+    /// Slow start at `rtt` (three rounds), a loss, and one round in
+    /// avoidance: tuning has begun.
+    fn start_tuning(cfg: SmccConfig, rtt: Duration) -> Driver<Smcc> {
+        let mut d = smcc(cfg);
+        for _ in 0..3 {
+            round(&mut d, rtt);
+        }
+        force_avoidance(&mut d);
+        round(&mut d, rtt);
+        assert!(d.cc.tuning);
+        d
+    }
+
+    /// Item (a) of issue 25's review: the floor of alpha. The old fixed
+    /// floor of 1 (the alpha of the Vegas SMCC is compared with) kept the
+    /// swarm from ever asking for less queue than Vegas; the default is
+    /// now 0.01, below the paper's smallest, 0.034 packets per flow.
+    #[test]
+    fn alpha_min_bounds_the_search() {
+        assert_eq!(SmccConfig::default().alpha_min, 0.01);
+        for alpha_min in [0.0, 0.1, 1.0, 5.0] {
+            let cfg = SmccConfig {
+                alpha_min,
+                swarm: 20,
+                iterations: 3,
+                rounds: 1,
+                ..Default::default()
+            };
+            let mut d = start_tuning(cfg, Duration::from_millis(100));
+            let mut lowest = f64::INFINITY;
+            for i in 0..200 {
+                round(&mut d, Duration::from_millis(100 + (i % 7) * 3));
+                let (a, b) = d.cc.thresholds();
+                assert!(a >= alpha_min && b >= a + 0.5 && b <= 20.0, "{a} {b}");
+                assert_eq!(d.cc.vegas.thresholds(), (a, b));
+                lowest = lowest.min(a);
+            }
+            // Twenty uniform particles over [alpha_min, 19.5]: some start
+            // in its lowest fifth.
+            assert!(
+                lowest < alpha_min + 0.2 * (19.5 - alpha_min),
+                "{alpha_min}: {lowest}"
+            );
+        }
+        // The old floor: nothing below 1.
+        assert_eq!(repair(1.0, 20.0)([0.3, 0.5]), [1.0, 1.5]);
+        assert_eq!(repair(0.1, 20.0)([0.3, 0.5]), [0.3, 0.8]);
+        assert_eq!(repair(0.1, 20.0)([0.0, 0.0]), [0.1, 0.6]);
+        // A floor above max - 0.5 lifts max rather than inverting the range.
+        assert_eq!(repair(30.0, 20.0)([0.0, 0.0]), [30.0, 30.5]);
+        assert_eq!(repair(f64::NAN, f64::NAN)([f64::NAN, 1.0]), [0.01, 1.0]);
+    }
+
+    /// Item (b): flows built from one spec (one `seed`) used to run the
+    /// same swarm and try the same particles at the same time. The seed is
+    /// now mixed with each flow's own RTT samples: different samples,
+    /// different swarms; the same samples, the same swarm (a simulator run
+    /// repeats).
+    #[test]
+    fn flows_from_one_spec_explore_differently_and_repeatably() {
+        let ten: Vec<_> = (0..10u64)
+            .map(|k| {
+                let rtt = Duration::from_millis(100) + Duration::from_micros(k);
+                let d = start_tuning(SmccConfig::default(), rtt);
+                (d.cc.swarm_seed().unwrap(), d.cc.thresholds())
+            })
+            .collect();
+        for i in 0..ten.len() {
+            for j in 0..i {
+                assert_ne!(ten[i].0, ten[j].0, "seeds of flows {i} and {j}");
+                assert_ne!(ten[i].1, ten[j].1, "first particles of flows {i} and {j}");
+            }
+        }
+        // Repeatable: the same samples give the same seed and particle.
+        let again = start_tuning(
+            SmccConfig::default(),
+            Duration::from_millis(100) + Duration::from_micros(3),
+        );
+        assert_eq!(
+            (again.cc.swarm_seed().unwrap(), again.cc.thresholds()),
+            ten[3]
+        );
+        // flow_seed=0: the seed alone, so every flow starts on the same
+        // particle (the old behaviour).
+        let plain: Vec<_> = (0..3u64)
+            .map(|k| {
+                let cfg = SmccConfig {
+                    flow_seed: false,
+                    seed: 7,
+                    ..Default::default()
+                };
+                let rtt = Duration::from_millis(100) + Duration::from_micros(k);
+                let d = start_tuning(cfg, rtt);
+                (d.cc.swarm_seed().unwrap(), d.cc.thresholds())
+            })
+            .collect();
+        assert!(
+            plain.iter().all(|p| *p == plain[0] && p.0 == 7),
+            "{plain:?}"
+        );
+        // The seed is in qlog once tuning began.
+        let mut seen = None;
+        again.cc.visit_metrics(&mut |k, v| {
+            if k == "smcc_seed" {
+                seen = Some(v)
+            }
+        });
+        let want = again.cc.swarm_seed().unwrap() & ((1 << 52) - 1);
+        assert_eq!(seen, Some(want as f64));
+    }
+
+    /// SMCC is Vegas underneath and takes Vegas's `loss_response`.
+    #[test]
+    fn loss_response_is_vegas_s() {
+        // Paper slow start holds the first round: the window stays at 10.
+        for (response, after) in [(LossResponse::Half, 5), (LossResponse::Ns2, 8)] {
+            let cfg = SmccConfig {
+                loss_response: response,
+                ..Default::default()
+            };
+            let mut d = smcc(cfg);
+            d.send_and_ack(10, false);
+            assert_eq!(d.cc.congestion_window(), 10 * MSS);
+            d.lose(1, true);
+            assert_eq!(d.cc.congestion_window(), after * MSS, "{response:?}");
+        }
+        assert!(crate::parse("smcc:loss_response=ns2,alpha_min=0.5,flow_seed=0").is_ok());
+        let e = crate::parse("smcc:loss_response=third")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("smcc:loss_response=third") && e.contains("half, ns2"),
+            "{e}"
+        );
+        assert!(crate::parse("smcc:alpha_min=-0.1").is_err());
     }
 }
 
