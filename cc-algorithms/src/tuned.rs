@@ -55,9 +55,10 @@ pub const OBJECTIVES: &[(&str, &str, &str)] = &[(
 pub const PRESETS: &[TunePreset] = &[TunePreset {
     name: "smcc",
     algorithm: "vegas",
-    // SMCC's swarm bounds (crate::smcc::pso_config with max = 20): alpha in
-    // [1, max - 0.5], beta in [1.5, max].
-    params: &["alpha=1..19.5", "beta=1.5..20"],
+    // SMCC's swarm bounds (crate::smcc::pso_config with max = 20 and the
+    // default alpha_min = 0.01): alpha in [0.01, max - 0.5], beta in
+    // [0.51, max].
+    params: &["alpha=0.01..19.5", "beta=0.51..20"],
     objective: "smcc",
     summary: "SMCC's offline mode: Vegas's alpha and beta for SMCC's fitness; `smcc:table=FILE` loads the table",
 }];

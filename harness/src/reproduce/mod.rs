@@ -143,20 +143,34 @@ pub struct Build {
 }
 
 impl Build {
-    /// This process's build, for `backend`.
+    /// This process's build, for `backend` (the cclab binary is read
+    /// through /proc/self/exe where there is one, so a rebuild during a
+    /// long reproduction does not lose it; computed once per process).
     pub fn current(backend: Backend, bin_dir: &Path) -> std::io::Result<Build> {
         use std::hash::Hasher;
-        let mut files = vec![std::env::current_exe()?];
-        if backend != Backend::Sim {
-            files.push(bin_dir.join("quic-server"));
-            files.push(bin_dir.join("quic-client"));
-        }
+        use std::sync::OnceLock;
+        // (length, hash) of this process's own binary.
+        static SELF: OnceLock<(usize, u64)> = OnceLock::new();
+        let me = match SELF.get() {
+            Some(v) => *v,
+            None => {
+                let bytes = std::fs::read("/proc/self/exe")
+                    .or_else(|_| std::fs::read(std::env::current_exe()?))?;
+                let mut hh = std::collections::hash_map::DefaultHasher::new();
+                hh.write(&bytes);
+                *SELF.get_or_init(|| (bytes.len(), hh.finish()))
+            }
+        };
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        for f in &files {
-            let bytes = std::fs::read(f)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", f.display())))?;
-            h.write_usize(bytes.len());
-            h.write(&bytes);
+        h.write_usize(me.0);
+        h.write_u64(me.1);
+        if backend != Backend::Sim {
+            for f in [bin_dir.join("quic-server"), bin_dir.join("quic-client")] {
+                let bytes = std::fs::read(&f)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", f.display())))?;
+                h.write_usize(bytes.len());
+                h.write(&bytes);
+            }
         }
         Ok(Build {
             git_revision: env!("CCLAB_GIT_REV").to_string(),

@@ -40,7 +40,7 @@ proc placement {n f} {
 # The algorithms, each on its own copy of the links: prefix and spec.
 set algs {
     e ewphcc:decrease=1
-    v vegas:alpha=1,beta=3,gamma=1
+    v vegas:alpha=1,beta=3,gamma=1,loss_response=ns2
     t tahoe
 }
 
