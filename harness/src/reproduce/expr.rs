@@ -21,8 +21,10 @@
 //! side of the tolerance. Nothing measured with one repetition is
 //! significant.
 //!
-//! Every comparison and trend also reports its *effect*: the difference
-//! relative to the larger side (for a trend, last point against first).
+//! Every comparison of two measurements and every trend also reports its
+//! *effect*: the difference relative to the larger side (for a trend, last
+//! point against first); a comparison with a constant is a threshold and
+//! has none.
 //! The claim decides (`claims.rs`) whether that effect is large enough to
 //! count: a significant 0.3% difference is still no evidence of a
 //! phenomenon. The detail prints the relation observed (`a 9930 > b
@@ -137,9 +139,10 @@ pub struct Outcome {
     /// Beyond the noise (see the module doc).
     pub significant: bool,
     /// The size of the difference the test is about, as a fraction: for a
-    /// comparison `|a - b| / max(|a|, |b|)`, for a trend `|last - first| /
-    /// max(|first|, |last|)`; `None` for `within` (its tolerance is the
-    /// test) or where both sides are 0.
+    /// comparison of two measurements `|a - b| / max(|a|, |b|)`, for a
+    /// trend `|last - first| / max(|first|, |last|)`; `None` for `within`
+    /// (its tolerance is the test), for a comparison with a constant (a
+    /// threshold) and where both sides are 0.
     pub effect: Option<f64>,
     /// The figures compared and the relation observed between them, in
     /// words.
@@ -316,7 +319,14 @@ impl Test {
                 let holds = op.holds(x.mean, y.mean);
                 let significant =
                     spread_known(&[x, y]) && (x.mean - y.mean).abs() > x.ci95.hypot(y.ci95);
-                let effect = relative_effect(x.mean, y.mean);
+                // Against a constant (`smcc >= 98`) the claim is a
+                // threshold, not a difference between two measurements:
+                // no effect size, significance alone decides.
+                let effect = if x.n == 0 || y.n == 0 {
+                    None
+                } else {
+                    relative_effect(x.mean, y.mean)
+                };
                 Ok(Outcome {
                     holds,
                     significant,
@@ -682,6 +692,11 @@ mod tests {
             .eval(&vals())
             .unwrap();
         assert!(o.holds && !o.significant, "{o:?}");
+        // A threshold has no effect size; two measurements have one.
+        let o = Test::parse("high > 19.9").unwrap().eval(&vals()).unwrap();
+        assert_eq!(o.effect, None);
+        let o = Test::parse("high > low").unwrap().eval(&vals()).unwrap();
+        assert_eq!(o.effect, Some(0.5));
         assert!(Test::parse("ratio(high) > 1").is_err());
         let mut once = vals();
         once.values_mut().for_each(|s| s.n = 1);
