@@ -555,9 +555,12 @@ pub(super) fn combine(c: &Claim, mut outs: Vec<Outcome>, min_effect: f64) -> Ver
         }
     };
     let (significant, decisive) = (stable(false), stable(true));
+    // The effect shown: the smallest among the places that decide the
+    // verdict (clear ones when it is decisive, else every place on its
+    // side).
     let effect = outs
         .iter()
-        .filter(|o| o.holds == holds)
+        .filter(|o| o.holds == holds && (!decisive || clear(o, true)))
         .filter_map(|o| o.effect)
         .min_by(|a, b| a.total_cmp(b));
     let detail = if n > 1 {
@@ -886,6 +889,53 @@ test = "a > b"
         );
         let e = manifest(tmp.path(), &bad).unwrap_err();
         assert!(e.contains("same axes and labels"), "{e}");
+    }
+
+    #[test]
+    fn a_verdict_over_places_is_decided_by_its_clear_places() {
+        let c: Claim =
+            toml::from_str("id = \"c\"\nsource = \"s\"\nstatement = \"s\"\nrequire = \"most\"")
+                .unwrap();
+        let o = |holds: bool, significant: bool, effect: f64| Outcome {
+            holds,
+            significant,
+            effect: Some(effect),
+            detail: String::new(),
+        };
+        // Three clear passes of five decide a `most` PASS; the effect
+        // shown is the smallest of those, not the tie at another place.
+        let v = combine(
+            &c,
+            vec![
+                o(true, true, 0.1),
+                o(true, false, 0.0),
+                o(true, true, 0.05),
+                o(false, true, 0.2),
+                o(true, true, 0.3),
+            ],
+            0.02,
+        );
+        assert!(v.holds && v.decisive, "{:?}", (v.holds, v.decisive));
+        assert_eq!(v.effect, Some(0.05));
+        // Two clear passes of five do not, whatever the rest.
+        let v = combine(
+            &c,
+            vec![
+                o(true, true, 0.1),
+                o(true, false, 0.0),
+                o(true, true, 0.01),
+                o(false, true, 0.2),
+                o(true, true, 0.3),
+            ],
+            0.02,
+        );
+        assert!(v.holds && !v.decisive);
+        // With `all`, one clear failure decides a FAIL.
+        let all: Claim = toml::from_str("id = \"c\"\nsource = \"s\"\nstatement = \"s\"").unwrap();
+        let v = combine(&all, vec![o(true, false, 0.0), o(false, true, 0.3)], 0.02);
+        assert!(!v.holds && v.decisive);
+        let v = combine(&all, vec![o(true, true, 0.1), o(false, false, 0.01)], 0.02);
+        assert!(!v.holds && !v.decisive);
     }
 
     #[test]
