@@ -33,7 +33,7 @@ fn tunables(a: &AlgorithmInfo) -> String {
     let v: Vec<String> = a
         .params
         .iter()
-        .filter(|p| p.kind != ParamKind::File)
+        .filter(|p| matches!(p.kind, ParamKind::Number | ParamKind::Rate))
         .map(|p| format!("{} ({}..{} {})", p.name, p.min, p.max, p.unit))
         .collect();
     if v.is_empty() {
@@ -175,6 +175,15 @@ fn parse_param(info: &AlgorithmInfo, p: &str) -> Result<Param, String> {
     if decl.kind == ParamKind::File {
         return Err(bad(format!("`{}` is a file, not a number", decl.name)));
     }
+    if let ParamKind::Choice(names) = decl.kind {
+        return Err(bad(format!(
+            "`{}` is a choice ({}), not a number to search; fix it with --base {}:{}=NAME and tune each choice apart",
+            decl.name,
+            names.join(", "),
+            info.name,
+            decl.name
+        )));
+    }
     let (lo, hi) = range
         .split_once("..")
         .ok_or_else(|| bad("no `..` in the range".into()))?;
@@ -313,6 +322,7 @@ mod tests {
             ("vegas:alpha=2", "alpha=1..3", "given twice"),
             ("vegas:gamma=x", "alpha=1..2", "gamma"),
             ("newreno", "x=1..2", "no numeric parameters"),
+            ("vegas", "loss_response=0..1", "is a choice (half, ns2)"),
         ] {
             let e = Space::parse(base, &[p.into()]).unwrap_err();
             assert!(e.contains(needle), "{base} {p}: {e}");

@@ -35,14 +35,29 @@ fn fill(a: &ListArgs, out: &mut String) -> anyhow::Result<i32> {
     for alg in algs {
         outln!(out, "{:<10} {:?}  {}", alg.name, alg.origin, alg.summary);
         for p in alg.params {
+            use cc_algorithms::registry::ParamKind;
+            // A choice shows its default by name and no numeric range; a
+            // file has neither.
+            let (default, range) = match p.kind {
+                ParamKind::Choice(names) => (
+                    p.default
+                        .and_then(|d| names.get(d as usize))
+                        .map_or("required".to_string(), |n| n.to_string()),
+                    format!("one of {}", names.join(", ")),
+                ),
+                ParamKind::File => ("none".to_string(), "a file".to_string()),
+                _ => (
+                    p.default.map_or("required".into(), |d| d.to_string()),
+                    format!("range {}..{}", p.min, p.max),
+                ),
+            };
             outln!(
                 out,
-                "    {:<12} {:<10} default {:<10} range {}..{}  {}",
+                "    {:<12} {:<10} default {:<10} {}  {}",
                 p.name,
                 p.unit,
-                p.default.map_or("required".into(), |d| d.to_string()),
-                p.min,
-                p.max,
+                default,
+                range,
                 p.help
             );
         }
