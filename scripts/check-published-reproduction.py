@@ -11,17 +11,8 @@ import pathlib
 import re
 import sys
 
-CLASSES = {
-    "pass": "pass",
-    "pass-within-noise": "pass_within_noise",
-    "fail": "fail",
-    "fail-within-noise": "fail_within_noise",
-    "unmeasured": "unmeasured",
-    "n/a": "na",
-    "duplicate": "duplicates",
-    "contradictory": "contradictory_pairs",
-    "guaranteed": "guaranteed",
-}
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "lib"))
+from verdicts import CLASSES  # noqa: E402
 
 
 def main():

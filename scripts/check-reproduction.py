@@ -8,8 +8,12 @@ not errors: a FAIL with its figures passes this check.
 Usage: check-reproduction.py FILE [PAPER...]
 """
 import json
+import pathlib
 import re
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "lib"))
+from verdicts import CLASSES  # noqa: E402
 
 
 def main():
@@ -36,10 +40,7 @@ def main():
                 problems.append(f"{cid}: verdict {v!r} is not PASS, FAIL or N/A")
                 continue
             counts[v] += 1
-            if c.get("class") not in (
-                "pass", "pass-within-noise", "fail", "fail-within-noise", "unmeasured",
-                "n/a", "duplicate", "contradictory", "guaranteed",
-            ):
+            if c.get("class") not in CLASSES:
                 problems.append(f"{cid}: class {c.get('class')!r} is not a verdict class")
             if c.get("class") == "unmeasured":
                 problems.append(f"{cid}: not measured: {c.get('detail')}")

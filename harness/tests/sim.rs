@@ -15,6 +15,13 @@ fn scenario(text: &str) -> Scenario {
     Scenario::parse(text, "test", Path::new(".")).unwrap()
 }
 
+/// The error a bad scenario text is refused with.
+fn refused(text: &str) -> String {
+    Scenario::parse(text, "test", Path::new("."))
+        .unwrap_err()
+        .to_string()
+}
+
 fn sim(sc: &Scenario, out: &Path) -> Value {
     let cfg = common::sim_config(out, quic_app::QlogLevel::Base);
     run(sc, &cfg).unwrap();
@@ -222,13 +229,7 @@ fn cclab_run_link_sim_writes_a_result_the_tools_read() {
 
 #[test]
 fn a_wrong_backend_name_is_refused_naming_the_field() {
-    let e = Scenario::parse(
-        "name = \"x\"\n[link]\nbackend = \"ns3\"\n[[flows]]\ncc = \"cubic\"\n",
-        "t.toml",
-        Path::new("."),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused("name = \"x\"\n[link]\nbackend = \"ns3\"\n[[flows]]\ncc = \"cubic\"\n");
     assert!(
         e.contains("link.backend") && e.contains("sim"),
         "error names the field and the choices: {e}"
@@ -239,13 +240,7 @@ fn a_wrong_backend_name_is_refused_naming_the_field() {
 fn link_sim_shorthand_picks_the_backend() {
     let s = scenario("name = \"x\"\nlink = \"sim\"\n[[flows]]\ncc = \"cubic\"\n");
     assert_eq!(s.link.backend, Backend::Sim);
-    let e = Scenario::parse(
-        "name = \"x\"\nlink = 3\n[[flows]]\ncc = \"cubic\"\n",
-        "t.toml",
-        Path::new("."),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused("name = \"x\"\nlink = 3\n[[flows]]\ncc = \"cubic\"\n");
     assert!(e.contains("link") && e.contains("backend name"), "{e}");
 }
 
@@ -321,13 +316,7 @@ fn pacing_can_be_turned_off_per_flow() {
         off["bottleneck"],
         on["bottleneck"]
     );
-    let e = Scenario::parse(
-        "name = \"t\"\n[[flows]]\ncc = \"cubic\"\npacing = \"sometimes\"\n",
-        "test",
-        Path::new("."),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused("name = \"t\"\n[[flows]]\ncc = \"cubic\"\npacing = \"sometimes\"\n");
     assert!(e.contains("flows[0].pacing") && e.contains("off"), "{e}");
 }
 
@@ -378,24 +367,12 @@ fn ack_policy_and_small_packets_are_honoured() {
     let apd = num(&four, "acks_per_data_packet");
     assert!((0.22..0.3).contains(&apd), "{four}");
     // A bad value is refused naming the field and the forms.
-    let e = Scenario::parse(
-        "name = \"t\"\n[[flows]]\ncc = \"cubic\"\nack_policy = \"sometimes\"\n",
-        "test",
-        Path::new("."),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused("name = \"t\"\n[[flows]]\ncc = \"cubic\"\nack_policy = \"sometimes\"\n");
     assert!(
         e.contains("flows[0].ack_policy") && e.contains("rfc9000"),
         "{e}"
     );
-    let e = Scenario::parse(
-        "name = \"t\"\n[[flows]]\ncc = \"cubic\"\nsmall_packets = \"never\"\n",
-        "test",
-        Path::new("."),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = refused("name = \"t\"\n[[flows]]\ncc = \"cubic\"\nsmall_packets = \"never\"\n");
     assert!(
         e.contains("flows[0].small_packets") && e.contains("avoid"),
         "{e}"
@@ -430,9 +407,7 @@ fn the_host_timer_slack_is_honoured_and_checked() {
         ("[host]\nwake = \"1us\"\n", "host"),
         ("host = 3\n", "host"),
     ] {
-        let e = Scenario::parse(&format!("name = \"t\"\n{bad}"), "test", Path::new("."))
-            .unwrap_err()
-            .to_string();
+        let e = refused(&format!("name = \"t\"\n{bad}"));
         assert!(e.contains(what), "{bad}: {e}");
     }
 }

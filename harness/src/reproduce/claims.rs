@@ -66,12 +66,7 @@ fn measure(
 /// Mean and CI of every repetition's value; a repetition without one
 /// (a transfer that did not finish, a metric the run did not record) is
 /// an error naming it, never left out.
-pub(super) fn strict_stat(
-    v: &[f64],
-    metric: &str,
-    run: &str,
-    duration_ns: u64,
-) -> Result<Stat, String> {
+fn strict_stat(v: &[f64], metric: &str, run: &str, duration_ns: u64) -> Result<Stat, String> {
     if v.is_empty() {
         return Err(format!("{metric}: run {run} has no repetitions"));
     }
@@ -143,9 +138,6 @@ fn fail(r: &mut ClaimResult, why: String) {
 /// (duplicates and contradictory pairs are marked by [`relate`]).
 pub(super) fn evaluate(m: &Manifest, c: &Claim, jobs: &[Job], data: &Data) -> ClaimResult {
     let mut r = unmeasured(c);
-    if c.na.is_some() {
-        return r;
-    }
     let exp_id = c.experiment.as_deref().unwrap_or("");
     let quote = |t: &Option<String>| {
         t.as_deref().map(|t| {
@@ -160,8 +152,12 @@ pub(super) fn evaluate(m: &Manifest, c: &Claim, jobs: &[Job], data: &Data) -> Cl
             })
         })
     };
+    // Remarks go with every verdict, N/A included.
     r.caveat = quote(&c.caveat);
     r.note = quote(&c.note);
+    if c.na.is_some() {
+        return r;
+    }
     // Validated by Manifest::load.
     let exp = m
         .experiments
@@ -620,7 +616,7 @@ values = ["a", "b"]
 
     /// A run directory whose repetitions have these link figures (drops,
     /// utilization, queue delay) and flow completions.
-    fn run(dir: &Path, reps: &[(f64, f64, f64, bool)]) -> RunData {
+    fn run(dir: &Path, reps: &[Rep]) -> RunData {
         let reps: Vec<serde_json::Value> = reps
             .iter()
             .enumerate()
@@ -640,6 +636,33 @@ values = ["a", "b"]
         )
         .unwrap();
         RunData::load(dir).unwrap()
+    }
+
+    /// One repetition's link figures: drops, utilization, queue delay,
+    /// whether the flow finished.
+    type Rep = (f64, f64, f64, bool);
+
+    /// Every point of every experiment of `m`, in order, run with the next
+    /// entry of `figures`: the jobs and their data.
+    fn runs(m: &Manifest, dir: &Path, figures: &[&[Rep]]) -> (Vec<Job>, Data) {
+        let sc = Scenario::parse("name = \"x\"\n[[flows]]\ncc = \"newreno\"\n", "t", dir).unwrap();
+        let (mut jobs, mut data) = (Vec::new(), Data::new());
+        let points = m.experiments.iter().enumerate().flat_map(|(ei, e)| {
+            e.points(false)
+                .into_iter()
+                .map(move |p| (ei, dir.join(&e.id).join(p.dir_name()), p))
+        });
+        for ((exp, dir, point), reps) in points.zip(figures) {
+            data.insert(dir.clone(), Ok(run(&dir, reps)));
+            jobs.push(Job {
+                exp,
+                qlog: quic_app::QlogLevel::Off,
+                point,
+                dir,
+                scenario: sc.clone(),
+            });
+        }
+        (jobs, data)
     }
 
     const CLAIMS: &str = r#"
@@ -700,20 +723,13 @@ id = "cannot"
 source = "s"
 statement = "a radio claim"
 na = "no radio here"
+note = "the paper used 802.11"
 "#;
 
     #[test]
     fn counts_each_phenomenon_once_and_noise_apart() {
         let tmp = tempfile::tempdir().unwrap();
         let m = manifest(tmp.path(), CLAIMS).unwrap();
-        let sc = Scenario::parse(
-            "name = \"x\"\n[[flows]]\ncc = \"newreno\"\n",
-            "t",
-            tmp.path(),
-        )
-        .unwrap();
-        let mut data = Data::new();
-        let mut jobs = Vec::new();
         let a = [
             (110.0, 0.99, 10.0, true),
             (112.0, 0.99, 10.1, false),
@@ -724,21 +740,7 @@ na = "no radio here"
             (101.0, 0.96, 9.95, true),
             (99.0, 0.95, 10.0, true),
         ];
-        for (p, reps) in m.experiments[0]
-            .points(false)
-            .into_iter()
-            .zip([&a[..], &b[..]])
-        {
-            let dir = tmp.path().join(p.dir_name());
-            data.insert(dir.clone(), Ok(run(&dir, reps)));
-            jobs.push(Job {
-                exp: 0,
-                qlog: quic_app::QlogLevel::Off,
-                point: p,
-                dir,
-                scenario: sc.clone(),
-            });
-        }
+        let (jobs, data) = runs(&m, tmp.path(), &[&a, &b]);
         let mut r: Vec<ClaimResult> = m
             .claims
             .iter()
@@ -758,6 +760,7 @@ na = "no radio here"
             r[5].detail
         );
         assert_eq!(class("cannot"), Class::NotApplicable);
+        assert_eq!(r[6].note.as_deref(), Some("the paper used 802.11"));
         let up = &r[0];
         assert!(
             up.detail
@@ -828,15 +831,7 @@ values = { a = "cc=a", b = "cc=b" }
 test = "a > b"
 "#;
         let m = manifest(tmp.path(), extra).unwrap();
-        let sc = Scenario::parse(
-            "name = \"x\"\n[[flows]]\ncc = \"newreno\"\n",
-            "t",
-            tmp.path(),
-        )
-        .unwrap();
-        let mut data = Data::new();
-        let mut jobs = Vec::new();
-        let figures: [&[(f64, f64, f64, bool)]; 4] = [
+        let figures: [&[Rep]; 4] = [
             &[
                 (110.0, 0.9, 1.0, true),
                 (111.0, 0.9, 1.0, true),
@@ -858,21 +853,7 @@ test = "a > b"
                 (99.0, 0.9, 1.0, true),
             ],
         ];
-        let mut k = 0;
-        for (ei, e) in m.experiments.iter().enumerate() {
-            for p in e.points(false) {
-                let dir = tmp.path().join(&e.id).join(p.dir_name());
-                data.insert(dir.clone(), Ok(run(&dir, figures[k])));
-                k += 1;
-                jobs.push(Job {
-                    exp: ei,
-                    qlog: quic_app::QlogLevel::Off,
-                    point: p,
-                    dir,
-                    scenario: sc.clone(),
-                });
-            }
-        }
+        let (jobs, data) = runs(&m, tmp.path(), &figures);
         let r: Vec<ClaimResult> = m
             .claims
             .iter()

@@ -199,17 +199,12 @@ fn link_value(
     r: &Value,
     selected: Option<&[u64]>,
 ) -> Result<Option<f64>, MetricError> {
-    if !matches!(
-        metric,
-        "drops"
-            | "utilization"
-            | "utilization_steady"
-            | "queue_delay_ms"
-            | "loss_rate"
-            | "delivery_ratio"
-            | "jain"
-    ) {
-        return Ok(None);
+    match metric {
+        "queue_pkts" => return Ok(None),
+        // A repetition's own figure: no link to choose.
+        "jain" => return Ok(Some(num(&r["jain_fairness"]))),
+        m if is_flow_metric(m) => return Ok(None),
+        _ => {}
     }
     let links: Vec<&Value> = match r["links"].as_object() {
         Some(o) if !o.is_empty() => {
@@ -276,8 +271,8 @@ fn link_value(
             }
         }
         "loss_rate" => 100.0 * loss(),
-        "delivery_ratio" => 100.0 * (1.0 - loss()),
-        _ => num(&r["jain_fairness"]),
+        // delivery_ratio, the one link metric left.
+        _ => 100.0 * (1.0 - loss()),
     }))
 }
 
@@ -325,18 +320,21 @@ fn completion_s(flows: &[&Value]) -> f64 {
         })
 }
 
+/// The metrics of the link (or links) rather than of the flows; all but
+/// `queue_pkts` (from the samples) are read by [`link_value`].
+const LINK_METRICS: &[&str] = &[
+    "drops",
+    "utilization",
+    "utilization_steady",
+    "queue_delay_ms",
+    "queue_pkts",
+    "loss_rate",
+    "delivery_ratio",
+    "jain",
+];
+
 fn is_flow_metric(m: &str) -> bool {
-    !matches!(
-        m,
-        "drops"
-            | "utilization"
-            | "utilization_steady"
-            | "queue_delay_ms"
-            | "queue_pkts"
-            | "loss_rate"
-            | "delivery_ratio"
-            | "jain"
-    )
+    !LINK_METRICS.contains(&m)
 }
 
 /// Whether flow `f` (a repetition's flow record) is selected by `sel`:

@@ -93,7 +93,8 @@ fn header(s: &mut String, r: &PaperResult) {
     let _ = writeln!(s, "**{} claims: {}.**\n", r.counts.claims, r.counts.line());
     let _ = writeln!(
         s,
-        "A verdict is the directional test on the means over repetitions. It counts as agreement (PASS) or disagreement (FAIL) only when it would not change if every outcome inside the repetitions' 95% confidence intervals, or smaller than the claim's minimum effect (2% of the larger side unless the claim states another), came out the other way; otherwise it is \"within noise\" and is not evidence either way. A claim that repeats another's phenomenon on the same runs (duplicate), each of a pair the paper states both ways (contradictory), and an outcome our setup guarantees are shown but not counted. Values are mean ± 95% CI half-width.\n"
+        "A verdict is the directional test on the means over repetitions. It counts as agreement (PASS) or disagreement (FAIL) only when it would not change if every outcome inside the repetitions' 95% confidence intervals, or smaller than the claim's minimum effect ({:.0}% of the larger side unless the claim states another), came out the other way; otherwise it is \"within noise\" and is not evidence either way. A claim that repeats another's phenomenon on the same runs (duplicate), each of a pair the paper states both ways (contradictory), and an outcome our setup guarantees are shown but not counted. Values are mean ± 95% CI half-width.\n",
+        100.0 * super::manifest::DEFAULT_MIN_EFFECT
     );
     if r.interrupted {
         let _ = writeln!(s, "**Interrupted**: some runs did not finish; their claims FAIL with \"no measurement\".\n");
