@@ -411,3 +411,46 @@ fn the_host_timer_slack_is_honoured_and_checked() {
         assert!(e.contains(what), "{bad}: {e}");
     }
 }
+
+#[test]
+fn null_and_real_packet_protection_give_identical_results() {
+    // The null cipher changes what the keys would encrypt and nothing
+    // else: every packet keeps its size, so every figure, log and qlog
+    // event is the same byte for byte. Only the resolved scenario names
+    // the setting.
+    let dir = tempfile::tempdir().unwrap();
+    let with = |protection: &str| {
+        let text = format!("{LOSSY}[host]\nprotection = \"{protection}\"\n");
+        let sc = scenario(&text);
+        let out = dir.path().join(protection);
+        let summary = sim(&sc, &out);
+        assert_eq!(summary["status"], "complete");
+        files(&out)
+    };
+    let (null, aead) = (with("null"), with("aead"));
+    assert_eq!(
+        null.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        aead.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    let mut compared = 0;
+    for ((n, x), (_, y)) in null.iter().zip(&aead) {
+        if n == "scenario.toml" {
+            let (x, y) = (String::from_utf8_lossy(x), String::from_utf8_lossy(y));
+            assert!(x.contains("protection = \"null\""), "{x}");
+            assert!(y.contains("protection = \"aead\""), "{y}");
+            continue;
+        }
+        assert!(x == y, "{n} differs between null and real protection");
+        compared += 1;
+    }
+    assert!(compared > 10, "{compared} files compared");
+    assert_eq!(
+        scenario("name = \"t\"\n").host.protection,
+        harness::scenario::Protection::Null
+    );
+    let e = refused("name = \"t\"\n[host]\nprotection = \"rot13\"\n");
+    assert!(
+        e.contains("host.protection") && e.contains("null, aead"),
+        "{e}"
+    );
+}

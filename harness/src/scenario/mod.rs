@@ -301,6 +301,45 @@ pub struct HostModel {
     /// bound on the binaries' timerfd; emu with builds running beside it
     /// used 89-93% with 4-5 ms).
     pub timer_slack_ns: u64,
+    /// How packets are protected (`[host] protection`): the null cipher
+    /// (the default: encryption costs wall time but changes no simulated
+    /// figure, since the clock does not count CPU time) or the AEAD the
+    /// handshake negotiated, as on a real network.
+    pub protection: Protection,
+}
+
+/// Packet protection of simulated endpoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Protection {
+    /// quiche's `sim::set_null_protection`: payloads in the clear, a cheap
+    /// tag of the AEAD's length, no header protection; every packet as
+    /// long as under real protection.
+    #[default]
+    Null,
+    /// The negotiated AEAD and header protection (BoringSSL).
+    Aead,
+}
+
+impl Protection {
+    /// The names `[host] protection` accepts.
+    pub const NAMES: [&'static str; 2] = ["null", "aead"];
+
+    /// Its name in a scenario.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protection::Null => "null",
+            Protection::Aead => "aead",
+        }
+    }
+
+    /// Parses `null` or `aead`.
+    pub fn parse(s: &str) -> Option<Protection> {
+        match s {
+            "null" => Some(Protection::Null),
+            "aead" => Some(Protection::Aead),
+            _ => None,
+        }
+    }
 }
 
 /// The most `[host] timer_slack` may be, ns.
@@ -310,6 +349,7 @@ impl Default for HostModel {
     fn default() -> Self {
         HostModel {
             timer_slack_ns: 20_000,
+            protection: Protection::Null,
         }
     }
 }

@@ -248,13 +248,28 @@ impl Scenario {
 
 /// `[link]` (or `link = "BACKEND"`: the default link on that backend),
 /// seeded with the scenario's `seed` unless it has its own.
-/// `[host]`: the simulated hosts' timer slack.
+/// `[host]`: the simulated hosts' timer slack and packet protection.
 fn host(cx: &Ctx, v: &toml::Value) -> Result<super::HostModel, ScenarioError> {
     let toml::Value::Table(t) = v else {
-        return Err(cx.err("host", "expected a table ([host]) with timer_slack"));
+        return Err(cx.err(
+            "host",
+            "expected a table ([host]) with timer_slack and/or protection",
+        ));
     };
-    cx.check_keys("host", t, &["timer_slack"])?;
+    cx.check_keys("host", t, &["timer_slack", "protection"])?;
     let mut h = super::HostModel::default();
+    if let Some(v) = t.get("protection") {
+        let name = v.as_str().unwrap_or_default();
+        h.protection = super::Protection::parse(name).ok_or_else(|| {
+            cx.err(
+                "host.protection",
+                format!(
+                    "{v} is not a packet protection; expected one of: {}",
+                    super::Protection::NAMES.join(", ")
+                ),
+            )
+        })?;
+    }
     if let Some(v) = t.get("timer_slack") {
         let ns = cx.duration("host.timer_slack", v)?;
         if ns > super::MAX_TIMER_SLACK_NS {

@@ -47,6 +47,7 @@ impl Scenario {
             "timer_slack".into(),
             format_duration_ns(self.host.timer_slack_ns).into(),
         );
+        host.insert("protection".into(), self.host.protection.name().into());
         t.insert("host".into(), toml::Value::Table(host));
         t
     }

@@ -141,6 +141,7 @@ pub fn run_rep(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
     let base = Instant::now();
     quiche::sim::set_time(base);
     quiche::sim::seed_rng(cfg.seed);
+    quiche::sim::set_null_protection(sc.host.protection == crate::scenario::Protection::Null);
 
     let scenario_event = sc.qlog_event("sim", cfg.seed);
     let flows = flow::flows(cfg, &scenario_event)?;
