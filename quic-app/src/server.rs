@@ -316,6 +316,18 @@ impl ServerApp {
 
     /// A datagram arrived from `from` at our address `to`.
     pub fn recv(&mut self, pkt: &mut [u8], from: SocketAddr, to: SocketAddr, now: Instant) {
+        // The common case first, without allocating: a short-header packet
+        // whose destination connection ID (our IDs are all
+        // `MAX_CONN_ID_LEN` bytes) names a connection we have. Anything
+        // else takes the full path below, which also handles this case.
+        if pkt.len() > quiche::MAX_CONN_ID_LEN && pkt[0] & 0x80 == 0 {
+            if let Some(peer) = self.peers.get_mut(&pkt[1..=quiche::MAX_CONN_ID_LEN]) {
+                if peer.conn.recv(pkt, quiche::RecvInfo { from, to }).is_err() {
+                    self.stats.ignored_datagrams += 1;
+                }
+                return;
+            }
+        }
         // Read by the version-independent rules first: what follows the
         // connection IDs means nothing in a version we do not know.
         // Version 0 is a Version Negotiation packet, which is never
