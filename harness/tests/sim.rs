@@ -454,3 +454,37 @@ fn null_and_real_packet_protection_give_identical_results() {
         "{e}"
     );
 }
+
+#[test]
+fn the_host_wake_latency_batches_reads_and_is_checked() {
+    // A host that wakes 1 ms after a datagram arrives reads the two or so
+    // that arrive meanwhile at 20 Mbit/s together, and quiche acknowledges
+    // them with one ACK; both ends' reads come 1 ms late, so the smallest
+    // RTT grows by 2 ms. With no latency each datagram is read alone.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |latency: &str| -> Value {
+        let sc = scenario(&format!(
+            "name = \"t\"\nduration = \"4s\"\n[link]\nbackend = \"sim\"\nrate = \"20mbit\"\nrtt = \"40ms\"\nqueue = \"1bdp\"\n[[flows]]\ncc = \"cubic\"\n[host]\nwake_latency = \"{latency}\"\n"
+        ));
+        let out = dir.path().join(latency);
+        let cfg = common::sim_config(&out, quic_app::QlogLevel::Core);
+        run(&sc, &cfg).unwrap();
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+    };
+    let (now, late) = (run("0us"), run("1ms"));
+    let acks = |s: &Value| s["flows"][0]["acks_per_data_packet"].as_f64().unwrap();
+    let rtt_min = |s: &Value| s["flows"][0]["rtt_ms"]["min"].as_f64().unwrap();
+    assert!(acks(&now) > 0.9, "{}", acks(&now));
+    assert!(acks(&late) < 0.7, "{}", acks(&late));
+    let grew = rtt_min(&late) - rtt_min(&now);
+    assert!((1.8..2.6).contains(&grew), "min RTT grew by {grew} ms");
+    assert_eq!(scenario("name = \"t\"\n").host.wake_latency_ns, 0);
+    for (bad, what) in [
+        ("[host]\nwake_latency = \"11ms\"\n", "host.wake_latency"),
+        ("[host]\nwake_latency = 5\n", "host.wake_latency"),
+        ("[host]\nwake = \"1us\"\n", "host.wake"),
+    ] {
+        let e = refused(&format!("name = \"t\"\n{bad}"));
+        assert!(e.contains(what), "{bad}: {e}");
+    }
+}

@@ -301,6 +301,13 @@ pub struct HostModel {
     /// bound on the binaries' timerfd; emu with builds running beside it
     /// used 89-93% with 4-5 ms).
     pub timer_slack_ns: u64,
+    /// How long after a datagram arrives its host reads it, ns: a host
+    /// asleep in `epoll_wait` takes a few microseconds to be scheduled,
+    /// and reads every datagram that arrived meanwhile in one wake-up, so
+    /// the acknowledgements a sender reads together free the window for
+    /// one larger packet instead of several small ones. 0 reads each
+    /// datagram at the instant it arrives.
+    pub wake_latency_ns: u64,
     /// How packets are protected (`[host] protection`): the null cipher
     /// (the default: encryption costs wall time but changes no simulated
     /// figure, since the clock does not count CPU time) or the AEAD the
@@ -342,6 +349,9 @@ impl Protection {
     }
 }
 
+/// The most `[host] wake_latency` may be, ns.
+pub const MAX_WAKE_LATENCY_NS: u64 = 10_000_000;
+
 /// The most `[host] timer_slack` may be, ns.
 pub const MAX_TIMER_SLACK_NS: u64 = 10_000_000;
 
@@ -349,6 +359,7 @@ impl Default for HostModel {
     fn default() -> Self {
         HostModel {
             timer_slack_ns: 20_000,
+            wake_latency_ns: 0,
             protection: Protection::Null,
         }
     }

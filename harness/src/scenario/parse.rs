@@ -253,11 +253,25 @@ fn host(cx: &Ctx, v: &toml::Value) -> Result<super::HostModel, ScenarioError> {
     let toml::Value::Table(t) = v else {
         return Err(cx.err(
             "host",
-            "expected a table ([host]) with timer_slack and/or protection",
+            "expected a table ([host]) with timer_slack, wake_latency and/or protection",
         ));
     };
-    cx.check_keys("host", t, &["timer_slack", "protection"])?;
+    cx.check_keys("host.", t, &["timer_slack", "wake_latency", "protection"])?;
     let mut h = super::HostModel::default();
+    if let Some(v) = t.get("wake_latency") {
+        let ns = cx.duration("host.wake_latency", v)?;
+        if ns > super::MAX_WAKE_LATENCY_NS {
+            return Err(cx.err(
+                "host.wake_latency",
+                format!(
+                    "{} is more than {}: a host that slow to wake is not modelled",
+                    format_duration_ns(ns),
+                    format_duration_ns(super::MAX_WAKE_LATENCY_NS)
+                ),
+            ));
+        }
+        h.wake_latency_ns = ns;
+    }
     if let Some(v) = t.get("protection") {
         let name = v.as_str().unwrap_or_default();
         h.protection = super::Protection::parse(name).ok_or_else(|| {

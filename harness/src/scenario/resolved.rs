@@ -47,6 +47,10 @@ impl Scenario {
             "timer_slack".into(),
             format_duration_ns(self.host.timer_slack_ns).into(),
         );
+        host.insert(
+            "wake_latency".into(),
+            format_duration_ns(self.host.wake_latency_ns).into(),
+        );
         host.insert("protection".into(), self.host.protection.name().into());
         t.insert("host".into(), toml::Value::Table(host));
         t

@@ -114,6 +114,7 @@ fn step(
     w.deliver(now, logs, out);
     w.send_cross(now, end_ns, logs);
     w.start_due_flows(now)?;
+    w.read_inboxes(now);
     w.run_endpoints(now, logs)?;
     for (i, sampler) in samplers.iter_mut().enumerate() {
         if now >= sampler.next_due() {
@@ -169,6 +170,7 @@ impl World {
                 consider(Some(f.spec.start_ns));
             }
             consider(Some(f.client_wake.min(f.server_wake)));
+            consider(Some(f.client_rx.min(f.server_rx)));
             all_done &= f.finished;
         }
         let mut cross_done = true;
@@ -201,8 +203,9 @@ impl World {
         }
     }
 
-    /// One delivered packet.
-    fn receive(&mut self, d: Dir, mut pkt: Packet, now: u64) {
+    /// One delivered packet: read at once, or with a `[host]
+    /// wake_latency`, put in its host's inbox until the host wakes.
+    fn receive(&mut self, d: Dir, pkt: Packet, now: u64) {
         let i = pkt.flow as usize;
         let nflows = self.flows.len();
         if i >= nflows {
@@ -212,6 +215,61 @@ impl World {
             self.bufs.pool.push(pkt.data);
             return;
         }
+        if self.wake_latency_ns > 0 {
+            let wake = now.saturating_add(self.wake_latency_ns);
+            let f = &mut self.flows[i];
+            let (inbox, rx) = match d {
+                Dir::Up => (&mut f.server_inbox, &mut f.server_rx),
+                Dir::Down => (&mut f.client_inbox, &mut f.client_rx),
+            };
+            if inbox.is_empty() {
+                *rx = wake;
+            }
+            inbox.push(pkt);
+            return;
+        }
+        self.read(d, pkt, now);
+    }
+
+    /// Hosts whose wake-up after an arrival has come, or whose timer wakes
+    /// them now, read every datagram waiting for them, oldest first.
+    pub(super) fn read_inboxes(&mut self, now: u64) {
+        for i in 0..self.flows.len() {
+            let f = &mut self.flows[i];
+            let server = !f.server_inbox.is_empty() && (f.server_rx <= now || f.server_wake <= now);
+            let client = !f.client_inbox.is_empty() && (f.client_rx <= now || f.client_wake <= now);
+            if server {
+                let inbox = std::mem::take(&mut self.flows[i].server_inbox);
+                self.read_all(Dir::Up, inbox, now);
+                self.flows[i].server_rx = u64::MAX;
+            }
+            if client {
+                let inbox = std::mem::take(&mut self.flows[i].client_inbox);
+                self.read_all(Dir::Down, inbox, now);
+                self.flows[i].client_rx = u64::MAX;
+            }
+        }
+    }
+
+    /// Reads `inbox` in order, then gives its (empty) vector back to its
+    /// flow, so that inboxes allocate once.
+    fn read_all(&mut self, d: Dir, mut inbox: Vec<Packet>, now: u64) {
+        let Some(first) = inbox.first() else {
+            return;
+        };
+        let i = first.flow as usize;
+        for pkt in inbox.drain(..) {
+            self.read(d, pkt, now);
+        }
+        match d {
+            Dir::Up => self.flows[i].server_inbox = inbox,
+            Dir::Down => self.flows[i].client_inbox = inbox,
+        }
+    }
+
+    /// The host of `pkt` reads it now.
+    fn read(&mut self, d: Dir, mut pkt: Packet, now: u64) {
+        let i = pkt.flow as usize;
         let now_i = self.at(now);
         let f = &mut self.flows[i];
         match d {

@@ -32,6 +32,13 @@ pub(super) struct Flow {
     /// Something arrived for the client, the server, this instant.
     pub(super) client_touched: bool,
     pub(super) server_touched: bool,
+    /// Datagrams delivered to the client, the server, not read yet (with
+    /// a `[host] wake_latency`), oldest first, and when the host wakes to
+    /// read them (u64::MAX: none waiting).
+    pub(super) client_inbox: Vec<crate::emu::Packet>,
+    pub(super) server_inbox: Vec<crate::emu::Packet>,
+    pub(super) client_rx: u64,
+    pub(super) server_rx: u64,
     /// Virtual ns the client runs for (duration-limited flows).
     pub(super) run_ns: u64,
     pub(super) started: bool,
@@ -76,6 +83,10 @@ pub(super) fn flows(
             server_wake: u64::MAX,
             client_touched: false,
             server_touched: false,
+            client_inbox: Vec::new(),
+            server_inbox: Vec::new(),
+            client_rx: u64::MAX,
+            server_rx: u64::MAX,
             run_ns,
             started: false,
             finished: false,

@@ -92,6 +92,9 @@ pub(super) struct World {
     pub(super) cid_rng: Rng,
     /// How late timers wake an endpoint (the scenario's `[host]`).
     timer_slack_ns: u64,
+    /// How long after a datagram arrives its host reads it, with every
+    /// other that arrived meanwhile (the scenario's `[host]`).
+    pub(super) wake_latency_ns: u64,
 }
 
 impl World {
@@ -123,6 +126,7 @@ impl World {
             datagrams: 0,
             cid_rng: Rng::new(cfg.seed, 0x5e_0002),
             timer_slack_ns: sc.host.timer_slack_ns,
+            wake_latency_ns: sc.host.wake_latency_ns,
         }
     }
 
