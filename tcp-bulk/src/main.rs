@@ -5,6 +5,7 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use clap::{Args, Parser, Subcommand};
 use tcp_bulk::proto::{Direction, Request};
@@ -101,7 +102,23 @@ fn main() -> ExitCode {
     ExitCode::from(code as u8)
 }
 
+/// Connections being served, and whether SIGTERM came.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+static TERM: AtomicBool = AtomicBool::new(false);
+
+/// SIGTERM: exit at once when no connection is being served, else when
+/// the last one has written its end record.
+extern "C" fn on_term(_: libc::c_int) {
+    TERM.store(true, Ordering::SeqCst);
+    if ACTIVE.load(Ordering::SeqCst) == 0 {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(0) };
+    }
+}
+
 fn server(a: ServerArgs) -> i32 {
+    // SAFETY: installing a handler that only touches atomics and _exits.
+    unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
     let l = match TcpListener::bind(&a.listen) {
         Ok(l) => l,
         Err(e) => {
@@ -130,6 +147,7 @@ fn server(a: ServerArgs) -> i32 {
         };
         let path = a.samples.as_ref().map(|p| transfer::nth_samples_path(p, k));
         k += 1;
+        ACTIVE.fetch_add(1, Ordering::SeqCst);
         if a.once {
             return match transfer::serve(s, path.as_deref()) {
                 Ok(()) => 0,
@@ -142,6 +160,9 @@ fn server(a: ServerArgs) -> i32 {
         std::thread::spawn(move || {
             if let Err(e) = transfer::serve(s, path.as_deref()) {
                 eprintln!("tcp-bulk: {e}");
+            }
+            if ACTIVE.fetch_sub(1, Ordering::SeqCst) == 1 && TERM.load(Ordering::SeqCst) {
+                std::process::exit(0);
             }
         });
     }
