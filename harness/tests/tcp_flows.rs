@@ -168,8 +168,9 @@ fn root() -> bool {
 /// figures come from its records (retransmissions, not losses; a cwnd);
 /// and the bytes tc counted on the bottleneck (Ethernet frames) are what
 /// the two receivers account for, within 1%: the QUIC flow's UDP payload
-/// + 42 bytes of UDP, IP and Ethernet per packet received (from its qlog),
-/// the TCP flow's IP bytes + 14 of Ethernet per data segment received.
+/// plus 42 bytes of UDP, IP and Ethernet per packet received (from its
+/// qlog), the TCP flow's IP bytes plus 14 of Ethernet per data segment
+/// received.
 fn check_both_flows(out: &Path, s: &Value) {
     assert_eq!(s["status"], "complete");
     let rep = &s["repetitions"][0];

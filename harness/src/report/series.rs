@@ -145,7 +145,7 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
         goodput: Vec::new(),
     };
     if let Some(rel) = f["tcp_records"]["sender"].as_str() {
-        let (cwnd, rtt, goodput) = tcp_series(&run.dir.join(rel));
+        let [cwnd, rtt, goodput] = tcp_series(&run.dir.join(rel));
         fs.cwnd = shift(cwnd);
         fs.rtt = shift(rtt);
         fs.goodput = shift(goodput);
@@ -181,7 +181,7 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
 /// A Linux TCP flow's series from its sender's `TCP_INFO` samples: cwnd
 /// (kB, as steps), smoothed RTT (ms), and goodput (Mbit/s per 200 ms bin)
 /// from the bytes the receiver acknowledged.
-fn tcp_series(sender: &std::path::Path) -> (Vec<(f64, f64)>, Vec<(f64, f64)>, Vec<(f64, f64)>) {
+fn tcp_series(sender: &std::path::Path) -> [Vec<(f64, f64)>; 3] {
     let s = crate::scenario::tcp::sender_samples(&crate::scenario::tcp::read_records(sender));
     let end = s.last().map_or(0.0, |x| x.t_s);
     let cwnd: Vec<(f64, f64)> = s.iter().map(|x| (x.t_s, x.cwnd_bytes)).collect();
@@ -204,11 +204,11 @@ fn tcp_series(sender: &std::path::Path) -> (Vec<(f64, f64)>, Vec<(f64, f64)>, Ve
         .enumerate()
         .map(|(i, b)| ((i as f64 + 0.5) * bin, *b as f64 * 8.0 / bin / 1e6))
         .collect();
-    (
+    [
         hold_to(qlog_analysis::plot::steps(&cwnd, 1e-3), end),
         rtt,
         goodput,
-    )
+    ]
 }
 
 /// A run's links, in its scenario's order, each with the directory that

@@ -14,7 +14,7 @@
 //! `small_packets`, `pacing`, `mtu`, `rate`) and algorithm parameters
 //! have no meaning for it and are refused.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::link::Backend;
 
@@ -167,7 +167,7 @@ pub fn uml_guest() -> Option<KernelAlgorithms> {
     })
 }
 
-fn dir_name(p: &PathBuf) -> String {
+fn dir_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
