@@ -80,6 +80,8 @@ pub struct Group {
     pub rtt_mean: Vec<f64>,
     pub rtt_p95: Vec<f64>,
     pub lost: Vec<f64>,
+    /// Linux TCP flows: segments retransmitted (they count no losses).
+    pub retransmitted: Vec<f64>,
     /// Per repetition.
     pub util: Vec<f64>,
     pub queue: Vec<f64>,
@@ -137,6 +139,9 @@ fn add_rep(
         // with no measured losses shows none.
         if let Some(l) = f["lost_packets"].as_f64() {
             g.lost.push(l);
+        }
+        if let Some(l) = f["retransmitted_packets"].as_f64() {
+            g.retransmitted.push(l);
         }
         if let Some(m) = f["rtt_ms"]["mean"].as_f64() {
             g.rtt_mean.push(m);

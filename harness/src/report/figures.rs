@@ -49,7 +49,11 @@ fn cwnd(s: &Series, dir: &Path) -> Result<Rendered, String> {
             name: "cwnd",
             title: "Congestion window",
             y_unit: "kB",
-            note: format!("The sender's cwnd from its qlog. {}", s.shared_note()),
+            note: format!(
+                "The sender's cwnd from its qlog (Linux TCP flows: snd_cwnd × snd_mss from \
+                 TCP_INFO every 10 ms). {}",
+                s.shared_note()
+            ),
             panels: s.flow_panels(Signal::Cwnd),
             legend: s.legend(),
         },
@@ -65,7 +69,8 @@ fn rtt(s: &Series, dir: &Path) -> Result<Rendered, String> {
             title: "Round-trip time",
             y_unit: "ms",
             note: format!(
-                "The sender's smoothed RTT from its qlog. {}",
+                "The sender's smoothed RTT from its qlog (Linux TCP flows: from TCP_INFO every \
+                 10 ms). {}",
                 s.shared_note()
             ),
             panels: s.flow_panels(Signal::Rtt),
@@ -83,7 +88,8 @@ fn goodput(s: &Series, dir: &Path) -> Result<Rendered, String> {
             title: "Goodput",
             y_unit: "Mbit/s",
             note: format!(
-                "Application bytes delivered per 200 ms, from the receiver's qlog. {}",
+                "Application bytes delivered per 200 ms, from the receiver's qlog (Linux TCP \
+                 flows: the bytes the receiver acknowledged, from the sender's TCP_INFO). {}",
                 s.shared_note()
             ),
             panels: s.flow_panels(Signal::Goodput),

@@ -45,7 +45,7 @@ const HEADERS: [&str; 9] = [
     "Jain's index",
 ];
 
-pub const TABLE_NOTE: &str = "Values are means over flows and repetitions (goodput, RTT, loss) or over repetitions (utilization, queueing delay, fairness) with 95% confidence half-widths (Student t) where there is more than one.";
+pub const TABLE_NOTE: &str = "Values are means over flows and repetitions (goodput, RTT, loss) or over repetitions (utilization, queueing delay, fairness) with 95% confidence half-widths (Student t) where there is more than one. Linux TCP flows (tcp:NAME) count no lost packets: theirs is the segments the kernel retransmitted, marked \"retx\", and their RTT is the smoothed RTT sampled every 10 ms.";
 
 fn cells(g: &Group) -> Vec<(String, Option<f64>)> {
     vec![
@@ -55,9 +55,19 @@ fn cells(g: &Group) -> Vec<(String, Option<f64>)> {
         fmt_ci(&g.rtt_p95, 1.0, 1),
         fmt_ci(&g.util, 100.0, 1),
         fmt_ci(&g.queue, 1.0, 1),
-        fmt_ci(&g.lost, 1.0, 0),
+        lost_cell(g),
         fmt_ci(&g.jain, 1.0, 3),
     ]
+}
+
+/// Lost packets, or for Linux TCP flows (which count none) the segments
+/// retransmitted, marked.
+fn lost_cell(g: &Group) -> (String, Option<f64>) {
+    if g.lost.is_empty() && !g.retransmitted.is_empty() {
+        let (text, v) = fmt_ci(&g.retransmitted, 1.0, 0);
+        return (format!("{text} retx"), v);
+    }
+    fmt_ci(&g.lost, 1.0, 0)
 }
 
 /// The table as Markdown.

@@ -144,6 +144,13 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
         rtt: Vec::new(),
         goodput: Vec::new(),
     };
+    if let Some(rel) = f["tcp_records"]["sender"].as_str() {
+        let [cwnd, rtt, goodput] = tcp_series(&run.dir.join(rel));
+        fs.cwnd = shift(cwnd);
+        fs.rtt = shift(rtt);
+        fs.goodput = shift(goodput);
+        return fs;
+    }
     let qlog = |role: &str| f["qlog"][role].as_str().map(|rel| run.dir.join(rel));
     if let Some(conn) = qlog("sender").and_then(|p| analyse(&p)) {
         let end = conn.end_s;
@@ -169,6 +176,39 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
         );
     }
     fs
+}
+
+/// A Linux TCP flow's series from its sender's `TCP_INFO` samples: cwnd
+/// (kB, as steps), smoothed RTT (ms), and goodput (Mbit/s per 200 ms bin)
+/// from the bytes the receiver acknowledged.
+fn tcp_series(sender: &std::path::Path) -> [Vec<(f64, f64)>; 3] {
+    let s = crate::scenario::tcp::sender_samples(&crate::scenario::tcp::read_records(sender));
+    let end = s.last().map_or(0.0, |x| x.t_s);
+    let cwnd: Vec<(f64, f64)> = s.iter().map(|x| (x.t_s, x.cwnd_bytes)).collect();
+    let rtt = s
+        .iter()
+        .filter(|x| x.srtt_ms > 0.0)
+        .map(|x| (x.t_s, x.srtt_ms))
+        .collect();
+    let bin = 0.2;
+    let nbins = (end / bin).ceil() as usize;
+    let mut acked = vec![0u64; nbins];
+    for w in s.windows(2) {
+        let i = ((w[1].t_s / bin) as usize).min(nbins.saturating_sub(1));
+        if let Some(a) = acked.get_mut(i) {
+            *a += w[1].bytes_acked.saturating_sub(w[0].bytes_acked);
+        }
+    }
+    let goodput = acked
+        .iter()
+        .enumerate()
+        .map(|(i, b)| ((i as f64 + 0.5) * bin, *b as f64 * 8.0 / bin / 1e6))
+        .collect();
+    [
+        hold_to(qlog_analysis::plot::steps(&cwnd, 1e-3), end),
+        rtt,
+        goodput,
+    ]
 }
 
 /// A run's links, in its scenario's order, each with the directory that

@@ -8,7 +8,7 @@ use super::results::{BottleneckResult, FlowResult, LinkResult, RepResult, RttMs}
 use crate::bottleneck;
 use crate::emu::Counters;
 use crate::link::Dir;
-use crate::scenario::{Direction, FlowSpec, Scenario};
+use crate::scenario::{tcp, Direction, FlowSpec, Scenario};
 
 /// A flow whose client has ended; its directory holds `client.json` and
 /// both ends' qlog.
@@ -168,8 +168,123 @@ fn flow_result(c: &EndedFlow, group: usize, f: &FlowSpec, dir: &Path) -> FlowRes
     if c.killed && r.error.as_deref().is_none_or(|e| e == "interrupted") {
         r.error = Some("still running at the deadline; stopped".into());
     }
-    add_qlog_figures(&mut r, f.direction, &c.dir, dir);
+    if f.tcp_cc().is_some() {
+        add_tcp_figures(&mut r, f.direction, &c.dir, dir);
+    } else {
+        add_qlog_figures(&mut r, f.direction, &c.dir, dir);
+    }
     r
+}
+
+/// The records of a Linux TCP flow's sender and receiver in its
+/// directory (`tcp-bulk`'s files: the server's and the client's).
+fn tcp_sender_and_receiver(flow_dir: &Path, direction: Direction) -> (PathBuf, PathBuf) {
+    let server = flow_dir.join(super::endpoints::TCP_SERVER_FILE);
+    let client = flow_dir.join(super::endpoints::TCP_CLIENT_FILE);
+    match direction {
+        Direction::Download => (server, client),
+        Direction::Upload => (client, server),
+    }
+}
+
+/// The final `TCP_INFO` of an end: its `end` record's, else its last
+/// sample's.
+fn tcp_final_info(records: &[serde_json::Value]) -> Option<&serde_json::Value> {
+    records.iter().rev().find_map(|r| match r["type"].as_str() {
+        Some("end") if r["info"].is_object() => Some(&r["info"]),
+        Some("sample") => Some(r),
+        _ => None,
+    })
+}
+
+/// A Linux TCP flow's figures, from the records `tcp-bulk` wrote: from
+/// the sender's samples, RTT (smoothed RTT sampled every 10 ms; minimum
+/// from `tcpi_min_rtt`), cwnd (segments × MSS, time-weighted), the
+/// retransmitted segments and the mean payload per data segment; from the
+/// receiver's final `TCP_INFO`, the bytes that reached it as IP packets
+/// (payload + IP and TCP headers of each data segment) and its ACKs per
+/// data segment. Both files' paths relative to the run.
+fn add_tcp_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, rep_dir: &Path) {
+    let (sender, receiver) = tcp_sender_and_receiver(flow_dir, direction);
+    let rel = |p: &Path| {
+        p.strip_prefix(rep_dir.parent().unwrap_or(rep_dir))
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    };
+    let tx = tcp::read_records(&sender);
+    if !tx.is_empty() {
+        r.tcp_records.insert("sender".into(), rel(&sender));
+    }
+    let samples = tcp::sender_samples(&tx);
+    let rtts: Vec<f64> = samples
+        .iter()
+        .map(|s| s.srtt_ms)
+        .filter(|&x| x > 0.0)
+        .collect();
+    if !rtts.is_empty() {
+        let mut sorted = rtts.clone();
+        sorted.sort_by(f64::total_cmp);
+        let p95 =
+            sorted[((0.95 * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)];
+        let min = samples
+            .iter()
+            .filter_map(|s| s.min_rtt_ms)
+            .fold(f64::INFINITY, f64::min);
+        r.rtt_ms = Some(RttMs {
+            min: if min.is_finite() { min } else { sorted[0] },
+            mean: rtts.iter().sum::<f64>() / rtts.len() as f64,
+            p95,
+        });
+    }
+    if let Some((mean, cv)) = time_weighted(&samples) {
+        r.cwnd_mean = Some(mean);
+        r.cwnd_cv = Some(cv);
+    }
+    if let Some(info) = tcp_final_info(&tx) {
+        r.retransmitted_packets = info["total_retrans"].as_u64();
+        if let (Some(b), Some(n)) = (info["bytes_sent"].as_f64(), info["data_segs_out"].as_f64()) {
+            if n > 0.0 {
+                r.data_packet_bytes_mean = Some(b / n);
+            }
+        }
+    }
+    let rx = tcp::read_records(&receiver);
+    if !rx.is_empty() {
+        r.tcp_records.insert("receiver".into(), rel(&receiver));
+    }
+    if let Some(info) = tcp_final_info(&rx) {
+        let segs = info["data_segs_in"].as_u64().unwrap_or(0);
+        let hdr = info["header_bytes"].as_u64().unwrap_or(40);
+        r.wire_bytes_received = info["bytes_received"].as_u64().unwrap_or(0) + segs * hdr;
+        let acks = info["segs_out"]
+            .as_u64()
+            .zip(info["data_segs_out"].as_u64())
+            .map(|(o, d)| o.saturating_sub(d));
+        if let (Some(a), true) = (acks, segs > 0) {
+            r.acks_per_data_packet = Some(a as f64 / segs as f64);
+        }
+    }
+}
+
+/// The time-weighted mean of the samples' cwnd (each holds until the
+/// next) and its coefficient of variation.
+fn time_weighted(samples: &[tcp::Sample]) -> Option<(f64, f64)> {
+    let (mut w, mut sum, mut sq) = (0.0, 0.0, 0.0);
+    for p in samples.windows(2) {
+        let dt = p[1].t_s - p[0].t_s;
+        if dt > 0.0 {
+            w += dt;
+            sum += p[0].cwnd_bytes * dt;
+            sq += p[0].cwnd_bytes * p[0].cwnd_bytes * dt;
+        }
+    }
+    if w <= 0.0 {
+        return samples.first().map(|s| (s.cwnd_bytes, 0.0));
+    }
+    let mean = sum / w;
+    let var = (sq / w - mean * mean).max(0.0);
+    Some((mean, if mean > 0.0 { var.sqrt() / mean } else { 0.0 }))
 }
 
 /// The client's error: its report's, or without a report its stderr.

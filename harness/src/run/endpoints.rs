@@ -1,7 +1,11 @@
 //! The endpoints of a repetition on `emu` or `netem`: one `quic-server`
 //! process per flow, as separate hosts would be, and one `quic-client`
 //! each, started at the flow's offset; at the end, each server's qlog
-//! moved next to its client's.
+//! moved next to its client's. A Linux TCP flow (`cc = "tcp:NAME"`) runs
+//! `tcp-bulk server` and `tcp-bulk client` in the same places instead, and
+//! each end's records (`tcp-server.jsonl`, `tcp-client.jsonl`: the
+//! sender's `TCP_INFO` samples, the receiver's counts) end up in the
+//! flow's directory.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -14,10 +18,12 @@ use crate::link::Backend;
 use crate::netem_paths::Place;
 use crate::scenario::{Direction, FlowSpec, Scenario};
 
-/// `quic-server` and `quic-client`.
+/// `quic-server` and `quic-client`, and `tcp-bulk` for TCP flows.
 pub(super) struct Binaries {
     pub server: PathBuf,
     pub client: PathBuf,
+    /// Checked only when a TCP flow starts ([`Binaries::tcp`]).
+    tcp: PathBuf,
 }
 
 impl Binaries {
@@ -27,6 +33,7 @@ impl Binaries {
         let bins = Binaries {
             server: cfg.bin_dir.join("quic-server"),
             client: cfg.bin_dir.join("quic-client"),
+            tcp: cfg.bin_dir.join(TCP_BULK),
         };
         for b in [&bins.server, &bins.client] {
             if cfg.backend != Backend::Sim && !b.exists() {
@@ -35,13 +42,35 @@ impl Binaries {
         }
         Ok(bins)
     }
+
+    /// `tcp-bulk`, which flow `flow` (`spec`, Linux TCP) needs; an error
+    /// saying how to build it when it is missing.
+    fn tcp(&self, flow: usize, spec: &str) -> Result<&Path, RunError> {
+        if self.tcp.exists() {
+            return Ok(&self.tcp);
+        }
+        Err(RunError::Unsupported(format!(
+            "{} not found: flow {flow} (`{spec}`) is a Linux TCP flow, which runs tcp-bulk at both ends; build it with `cargo build --release -p tcp-bulk` (`make build` builds it too), or set CCLAB_BIN_DIR to where it is",
+            self.tcp.display()
+        )))
+    }
 }
+
+/// The program of Linux TCP flows.
+pub const TCP_BULK: &str = "tcp-bulk";
+/// Each end's records in a TCP flow's directory.
+pub const TCP_SERVER_FILE: &str = "tcp-server.jsonl";
+pub const TCP_CLIENT_FILE: &str = "tcp-client.jsonl";
+/// The TCP sender's sampling interval, ms.
+pub const TCP_INTERVAL_MS: u64 = 10;
 
 /// A running server.
 pub(super) struct Server {
     pub child: Child,
     pub addr: SocketAddr,
     qlog_dir: PathBuf,
+    /// A TCP flow's server: its records file.
+    tcp_records: Option<PathBuf>,
 }
 
 /// A running (or ended) client.
@@ -99,15 +128,42 @@ impl<'a> Endpoints<'a> {
     ) -> Result<Vec<Server>, RunError> {
         let mut servers = Vec::new();
         for (i, (_, f)) in flows.iter().enumerate() {
-            servers.push(self.spawn_server(
-                i,
-                f.server_cc(),
-                f.mtu,
-                &f.transport,
-                &dir.join(format!("servers/{i}")),
-            )?);
+            let sdir = dir.join(format!("servers/{i}"));
+            servers.push(match f.tcp_cc() {
+                Some(_) => self.spawn_tcp_server(i, f, &sdir)?,
+                None => self.spawn_server(i, f.server_cc(), f.mtu, &f.transport, &sdir)?,
+            });
         }
         Ok(servers)
+    }
+
+    /// Flow `i`'s `tcp-bulk server`, in the flow's server namespace. The
+    /// kernel's TCP needs the kernel between the ends: namespaces joined
+    /// by a link that carries IP (netem, or the emulator's IP mode); the
+    /// UDP relay carries none.
+    fn spawn_tcp_server(&self, i: usize, f: &FlowSpec, dir: &Path) -> Result<Server, RunError> {
+        let bin = self.bins.tcp(i, &f.cc)?;
+        let Some(place) = self.places.as_ref().map(|p| &p[i]) else {
+            return Err(RunError::Unsupported(format!(
+                "flow {i} (`{}`) is a Linux TCP flow, and the userspace emulator's UDP relay carries UDP datagrams only: run it with --link netem (--vm runs it in a guest when this kernel has no netem) or on the emulator's IP mode (root)",
+                f.cc
+            )));
+        };
+        std::fs::create_dir_all(dir)?;
+        let records = dir.join(TCP_SERVER_FILE);
+        let listen = format!("{}:0", place.server_ip);
+        let mut cmd = self.command(Some(place.server_ns.as_str()), bin);
+        cmd.args(["server", "--listen", listen.as_str(), "--samples"])
+            .arg(&records)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.join("server.stderr"))?);
+        let child = cmd
+            .spawn()
+            .map_err(|e| RunError::Server(format!("{}: {e}", bin.display())))?;
+        let mut s = await_listening(child, dir)?;
+        s.tcp_records = Some(records);
+        Ok(s)
     }
 
     fn command(&self, ns: Option<&str>, bin: &Path) -> Command {
@@ -175,6 +231,22 @@ impl<'a> Endpoints<'a> {
         std::fs::create_dir_all(&fdir)?;
         let run_ns = f.run_ns(sc.duration_ns);
         let ns = self.places.as_ref().map(|p| p[i].client_ns.as_str());
+        if let Some(name) = f.tcp_cc() {
+            let mut cmd = self.command(ns, self.bins.tcp(i, &f.cc)?);
+            cmd.args(["client", "--connect", &addr.to_string(), "--cc", name])
+                .arg(match f.direction {
+                    Direction::Download => "--download",
+                    Direction::Upload => "--upload",
+                })
+                .args(match f.size {
+                    Some(b) => ["--bytes".to_string(), b.to_string()],
+                    None => ["--duration".into(), format!("{:.3}", run_ns as f64 / 1e9)],
+                })
+                .arg(format!("--interval-ms={TCP_INTERVAL_MS}"))
+                .arg("--samples")
+                .arg(fdir.join(TCP_CLIENT_FILE));
+            return self.start_client(cmd, i, fdir);
+        }
         let mut cmd = self.command(ns, &self.bins.client);
         cmd.arg(format!("https://{addr}{}", f.request_path()));
         if f.direction == Direction::Upload {
@@ -194,8 +266,13 @@ impl<'a> Endpoints<'a> {
             .arg("--qlog-scenario")
             .arg(&self.event_file)
             .arg("--qlog-dir")
-            .arg(&fdir)
-            .stdin(Stdio::null())
+            .arg(&fdir);
+        self.start_client(cmd, i, fdir)
+    }
+
+    /// Starts a client whose report goes to `client.json.part` in `fdir`.
+    fn start_client(&self, mut cmd: Command, i: usize, fdir: PathBuf) -> Result<Client, RunError> {
+        cmd.stdin(Stdio::null())
             .stdout(std::fs::File::create(fdir.join("client.json.part"))?)
             .stderr(std::fs::File::create(fdir.join("client.stderr"))?);
         let child = cmd.spawn()?;
@@ -231,6 +308,7 @@ fn await_listening(mut child: Child, qlog_dir: &Path) -> Result<Server, RunError
                 child,
                 addr,
                 qlog_dir: qlog_dir.to_path_buf(),
+                tcp_records: None,
             })
         }
         _ => {
@@ -261,10 +339,17 @@ pub(super) fn terminate(child: &mut Child, grace: Duration) {
     let _ = child.wait();
 }
 
-/// The server's qlog of each connection, moved next to the client's, and
-/// each client's report made final (`client.json`).
+/// The server's qlog of each connection, moved next to the client's (a
+/// TCP flow's server records: [`TCP_SERVER_FILE`]), and each client's
+/// report made final (`client.json`).
 pub(super) fn gather_qlogs(clients: &[Client], servers: &[Server]) -> Result<(), RunError> {
     for c in clients {
+        // Server i serves flow i.
+        if let Some(records) = servers.get(c.flow).and_then(|s| s.tcp_records.as_ref()) {
+            if records.exists() {
+                std::fs::rename(records, c.dir.join(TCP_SERVER_FILE))?;
+            }
+        }
         let part = c.dir.join("client.json.part");
         let peer = std::fs::read(&part)
             .ok()

@@ -41,8 +41,16 @@ pub struct FlowResult {
     pub rtt_ms: Option<RttMs>,
     /// Packets the sender declared lost, from its qlog; `None` (null) when
     /// that qlog was not written (`--qlog-level off`) or could not be read:
-    /// nothing measured it, and it is not 0.
+    /// nothing measured it, and it is not 0. Null for a Linux TCP flow,
+    /// whose kernel does not count the segments it deemed lost: see
+    /// `retransmitted_packets`.
     pub lost_packets: Option<u64>,
+    /// A Linux TCP flow's counterpart of `lost_packets`: the segments its
+    /// sender retransmitted (`tcpi_total_retrans`, fast retransmits,
+    /// timeouts and spurious retransmissions alike); absent for QUIC
+    /// flows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmitted_packets: Option<u64>,
     /// Mean cwnd of the sender, bytes.
     pub cwnd_mean: Option<f64>,
     /// The sender's cwnd coefficient of variation (time-weighted standard
@@ -72,6 +80,11 @@ pub struct FlowResult {
     pub error: Option<String>,
     /// The sender's and receiver's qlog files (relative to the run).
     pub qlog: BTreeMap<String, String>,
+    /// A Linux TCP flow's records instead (relative to the run): the
+    /// sender's `TCP_INFO` samples (`sender`; its cwnd series) and the
+    /// receiver's counts (`receiver`), JSON lines written by `tcp-bulk`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_records: BTreeMap<String, String>,
 }
 
 /// The bottleneck during one repetition, in the direction carrying data.
@@ -155,6 +168,10 @@ pub struct FlowSummary {
     pub rtt_ms: Option<RttMs>,
     /// Mean lost packets; null when a repetition did not measure them.
     pub lost_packets: Option<f64>,
+    /// A Linux TCP flow's mean retransmitted segments (as in
+    /// [`FlowResult`]); absent for QUIC flows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmitted_packets: Option<f64>,
     /// Means of the repetitions' [`FlowResult`] packet figures (absent when
     /// no repetition logged packet events).
     #[serde(skip_serializing_if = "Option::is_none")]

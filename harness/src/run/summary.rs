@@ -99,6 +99,13 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         .map(|f| f.lost_packets.map(|l| l as f64))
         .collect();
     let lost = losts.as_deref().map(mean_ci);
+    // A TCP flow's retransmissions, likewise.
+    let retx: Option<Vec<f64>> = reps
+        .iter()
+        .filter_map(|r| r.flows.get(i))
+        .map(|f| f.retransmitted_packets.map(|l| l as f64))
+        .collect();
+    let retx = retx.filter(|v| !v.is_empty()).as_deref().map(mean_ci);
     let rtts: Vec<&RttMs> = reps
         .iter()
         .filter_map(|r| r.flows.get(i)?.rtt_ms.as_ref())
@@ -127,6 +134,7 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         goodput_bps: goodput,
         rtt_ms: rtt,
         lost_packets: lost.map(|l| l.0),
+        retransmitted_packets: retx.map(|l| l.0),
         data_packet_bytes_mean: mean_of(&|f| f.data_packet_bytes_mean),
         data_packet_small_share: mean_of(&|f| f.data_packet_small_share),
         acks_per_data_packet: mean_of(&|f| f.acks_per_data_packet),
@@ -138,6 +146,7 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         ci95: ci95([("goodput_bps", gci), ("rtt_ms_mean", rci)])
             .into_iter()
             .chain(lost.map(|l| ("lost_packets".to_string(), l.1)))
+            .chain(retx.map(|l| ("retransmitted_packets".to_string(), l.1)))
             .collect(),
     }
 }

@@ -32,11 +32,18 @@
 //!   entries take one too. sim, emu and netem apply the same offsets
 //!   ([`Scenario::rep_flows`], [`Scenario::rep_cross`]).
 //!
+//! A flow whose `cc` is `tcp:NAME` (`tcp:cubic`, `tcp:vegas`, ...) is a
+//! Linux TCP flow instead: the kernel's TCP with congestion control NAME,
+//! moved by `tcp-bulk` ([`tcp`]), sized or timed, download or upload, like
+//! a QUIC flow; the simulator cannot run one, and QUIC's knobs are refused
+//! on it.
+//!
 //! Everything is validated before a run starts; an error names the file,
 //! the field and what is allowed.
 
 mod parse;
 mod resolved;
+pub mod tcp;
 #[cfg(test)]
 mod tests;
 
@@ -166,6 +173,12 @@ impl FlowSpec {
             Direction::Download => &self.cc,
             Direction::Upload => DEFAULT_CC,
         }
+    }
+
+    /// NAME when the flow is Linux TCP (`cc = "tcp:NAME"`, [`tcp`]);
+    /// `None` for a QUIC flow.
+    pub fn tcp_cc(&self) -> Option<&str> {
+        tcp::tcp_name(&self.cc)
     }
 
     /// Bytes to move: the size, or "unbounded" (1 TB) for a flow that
@@ -591,6 +604,30 @@ impl Scenario {
                 j
             }).collect::<Vec<_>>(),
         })
+    }
+
+    /// Whether `backend` can run the scenario's Linux TCP flows, as far
+    /// as the scenario shows ([`tcp::backend_problem`]): the error names
+    /// the first flow it cannot run.
+    pub fn check_tcp_backend(&self, backend: crate::link::Backend) -> Result<(), ScenarioError> {
+        for (g, f) in self.flows.iter().enumerate() {
+            if let Some(p) = f
+                .tcp_cc()
+                .and_then(|_| tcp::backend_problem(backend, &f.cc))
+            {
+                return Err(ScenarioError {
+                    source: self.name.clone(),
+                    field: format!("flows[{g}].cc"),
+                    problem: p,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any flow is Linux TCP.
+    pub fn has_tcp_flows(&self) -> bool {
+        self.flows.iter().any(|f| f.tcp_cc().is_some())
     }
 
     /// Applies `key = value` overrides (dotted paths such as `link.rate`,

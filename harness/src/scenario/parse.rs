@@ -519,7 +519,10 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
         }
     };
     let direction = e.direction()?;
-    let cc = resolve_cc(&cc, link, direction).map_err(|x| e.err("cc", x))?;
+    let cc = match super::tcp::tcp_name(&cc) {
+        Some(name) => tcp_cc(e, &cc, name, link)?,
+        None => resolve_cc(&cc, link, direction).map_err(|x| e.err("cc", x))?,
+    };
     let start_ns = e.duration("start")?.unwrap_or(0);
     if start_ns >= scen_dur {
         return Err(e.err(
@@ -564,6 +567,26 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
             r => r,
         },
     })
+}
+
+/// A Linux TCP flow's `cc` (`tcp:NAME`, trimmed), refused where it cannot
+/// run: a name the kernel lacks, the simulator, QUIC's own knobs
+/// ([`super::tcp::QUIC_ONLY_FIELDS`]).
+fn tcp_cc(e: &Entry, spec: &str, name: &str, link: &LinkSpec) -> Result<String, ScenarioError> {
+    let spec = spec.trim();
+    super::tcp::check_name(spec, name).map_err(|x| e.err("cc", x))?;
+    if let Some(p) = super::tcp::backend_problem(link.backend, spec) {
+        return Err(e.err("cc", p));
+    }
+    for (field, why) in super::tcp::QUIC_ONLY_FIELDS {
+        if e.t.contains_key(*field) {
+            return Err(e.err(
+                field,
+                format!("the flow is Linux TCP (`{spec}`), and `{field}` is a QUIC flow's: {why}; remove it from this flow"),
+            ));
+        }
+    }
+    Ok(spec.to_string())
 }
 
 /// A flow's `size`, bytes.

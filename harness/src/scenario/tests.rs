@@ -314,3 +314,96 @@ fn topologies_round_trip_and_sweeps_reach_every_link() {
         .unwrap_err();
     assert!(e.to_string().contains("out of range"), "{e}");
 }
+
+#[test]
+fn a_linux_tcp_flow_is_sized_or_timed_like_a_quic_flow() {
+    // reno is in every Linux kernel.
+    let s = parse(
+        "duration = \"20s\"\n[[flows]]\ncc = \"cubic\"\n[[flows]]\ncc = \" tcp:reno \"\ndirection = \"upload\"\nsize = \"5mb\"\nstart = \"2s\"\ncount = 2\n[[flows]]\ncc = \"tcp:reno\"\nduration = \"5s\"\n",
+    )
+    .unwrap();
+    assert_eq!(s.flows[0].tcp_cc(), None);
+    assert_eq!(s.flows[1].cc, "tcp:reno");
+    assert_eq!(s.flows[1].tcp_cc(), Some("reno"));
+    assert_eq!(s.flows[1].direction, Direction::Upload);
+    assert_eq!(s.flows[1].size, Some(5 * 1024 * 1024));
+    assert_eq!(s.flows[2].run_ns(s.duration_ns), 5_000_000_000);
+    assert!(s.has_tcp_flows());
+    assert_eq!(s.expanded_flows().len(), 4);
+    let back = Scenario::from_table(&s.to_toml(), &Ctx { source: "x" }, Path::new(".")).unwrap();
+    assert_eq!(back, s);
+    // Which backends can run it, as far as the scenario shows.
+    use crate::link::Backend;
+    for b in [Backend::Emu, Backend::Netem, Backend::Auto] {
+        assert_eq!(s.check_tcp_backend(b), Ok(()));
+    }
+    let e = s.check_tcp_backend(Backend::Sim).unwrap_err();
+    assert_eq!(e.field, "flows[1].cc");
+    assert!(e.problem.contains("--link netem"), "{e}");
+}
+
+#[test]
+fn a_linux_tcp_flow_is_refused_where_it_cannot_run_naming_the_field() {
+    let avail =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+    let e = parse("[[flows]]\ncc = \"cubic\"\n[[flows]]\ncc = \"tcp:nosuchcc\"").unwrap_err();
+    assert_eq!(e.field, "flows[1].cc");
+    assert!(
+        e.problem.contains("no TCP congestion control `nosuchcc`"),
+        "{e}"
+    );
+    for n in avail.split_whitespace() {
+        assert!(e.problem.contains(n), "{e} does not list {n}");
+    }
+    check_errors(&[
+        (
+            "[link]\nbackend = \"sim\"\n[[flows]]\ncc = \"cubic\"\n[[flows]]\ncc = \"tcp:reno\"",
+            "flows[1].cc",
+            "use --link emu (the emulator's IP mode, root) or --link netem",
+        ),
+        (
+            "link = \"sim\"\n[[flows]]\ncc = \"tcp:reno\"",
+            "flows[0].cc",
+            "the simulator (--link sim)",
+        ),
+        (
+            "[[flows]]\ncc = \"tcp:reno:beta=2\"",
+            "flows[0].cc",
+            "takes no parameters",
+        ),
+        (
+            "[[flows]]\ncc = \"tcp:Reno\"",
+            "flows[0].cc",
+            "not a TCP congestion control name",
+        ),
+        (
+            "[[flows]]\ncc = \"tcp:\"",
+            "flows[0].cc",
+            "not a TCP congestion control name",
+        ),
+    ]);
+    // Each QUIC knob, named.
+    for (knob, value) in [
+        ("ack_policy", "\"rfc9000\""),
+        ("small_packets", "\"allow\""),
+        ("pacing", "false"),
+        ("mtu", "1300"),
+        ("rate", "\"2mbit\""),
+    ] {
+        let e = parse(&format!("[[flows]]\ncc = \"tcp:reno\"\n{knob} = {value}")).unwrap_err();
+        assert_eq!(e.field, format!("flows[0].{knob}"), "{e}");
+        assert!(
+            e.problem.contains("Linux TCP (`tcp:reno`)") && e.problem.contains("remove it"),
+            "{e}"
+        );
+    }
+    // An override to sim (`--link sim`) is refused as the file would be.
+    let s = parse("[[flows]]\ncc = \"tcp:reno\"").unwrap();
+    let e = s
+        .with_overrides(&[("link.backend".into(), "sim".into())], "command line")
+        .unwrap_err();
+    assert_eq!(
+        (e.source.as_str(), e.field.as_str()),
+        ("command line", "flows[0].cc")
+    );
+}

@@ -1,12 +1,18 @@
 //! `cclab list`: the algorithm registry ([`cc_algorithms::algorithms`]),
 //! as a table or JSON; the table also lists the tuning presets and named
-//! objectives `cclab tune` takes.
+//! objectives `cclab tune` takes, and the kernel's TCP congestion
+//! controls (a Linux TCP flow's `tcp:NAME`), which `--tcp` lists alone.
 
 #[derive(clap::Args)]
 pub struct ListArgs {
     /// Print as JSON.
     #[arg(long)]
     json: bool,
+    /// Only the kernel's TCP congestion controls, for flows with
+    /// cc = "tcp:NAME": this kernel's (available now, and loadable
+    /// modules) and those of the guest `--vm` boots.
+    #[arg(long)]
+    tcp: bool,
 }
 
 macro_rules! outln {
@@ -27,6 +33,17 @@ pub fn list(a: &ListArgs) -> anyhow::Result<i32> {
 }
 
 fn fill(a: &ListArgs, out: &mut String) -> anyhow::Result<i32> {
+    use harness::scenario::tcp;
+    if a.tcp {
+        let (k, g) = (tcp::this_kernel(), tcp::uml_guest());
+        if a.json {
+            let v = serde_json::json!({ "kernel": k, "vm_guest": g });
+            outln!(out, "{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            kernel_tcp(out, &k, g.as_ref());
+        }
+        return Ok(0);
+    }
     let algs: Vec<_> = cc_algorithms::algorithms().collect();
     if a.json {
         outln!(out, "{}", serde_json::to_string_pretty(&algs)?);
@@ -78,5 +95,45 @@ fn fill(a: &ListArgs, out: &mut String) -> anyhow::Result<i32> {
     for (name, expr, what) in harness::tune::objective::presets() {
         outln!(out, "    {name:<18} {expr}  ({what})");
     }
+    outln!(out, "");
+    kernel_tcp(out, &tcp::this_kernel(), tcp::uml_guest().as_ref());
     Ok(0)
+}
+
+/// The kernel's TCP congestion controls, and the `--vm` guest's.
+fn kernel_tcp(
+    out: &mut String,
+    k: &harness::scenario::tcp::KernelAlgorithms,
+    guest: Option<&harness::scenario::tcp::KernelAlgorithms>,
+) {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
+    outln!(
+        out,
+        "Linux TCP (a flow's cc = \"tcp:NAME\"; runs on --link netem or the emulator's IP mode, not on sim):"
+    );
+    match &k.error {
+        Some(e) => outln!(out, "    this kernel ({}): {e}", k.release),
+        None => outln!(
+            out,
+            "    this kernel ({}): available {}; loadable modules {}",
+            k.release,
+            list(&k.available),
+            list(&k.loadable)
+        ),
+    }
+    if let Some(g) = guest.filter(|g| g.release != k.release) {
+        outln!(
+            out,
+            "    the guest of --vm (user-mode Linux {}): built in {}; modules {}",
+            g.release,
+            list(&g.available),
+            list(&g.loadable)
+        );
+    }
 }
