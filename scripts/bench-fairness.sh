@@ -14,7 +14,7 @@ stamp bench-fairness
 REPS=${REPS:-2}
 DURATION=${DURATION:-30s}
 SPECS=${SPECS:-"cubic cubic:hystart=0"}
-cargo build --release -q -p harness -p quic-server -p quic-client
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 echo "two flows of each spec, $DURATION, $REPS repetitions, emu, 20 Mbit/s, 40 ms, 1 BDP drop-tail"

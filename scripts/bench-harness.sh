@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/stamp.sh
 stamp bench-harness
 RUNS=${RUNS:-7}
-cargo build --release -q -p harness -p quic-server -p quic-client
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 for i in $(seq "$RUNS"); do

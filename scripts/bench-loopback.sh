@@ -26,7 +26,7 @@ work=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 
 ./patches/bootstrap.sh
-cargo build --release -q -p harness -p quic-server -p quic-client   # the one release build every target uses
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk   # the one release build every target uses
 bin=target/release
 
 wait_listening() { # file -> address

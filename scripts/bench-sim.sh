@@ -18,7 +18,7 @@ stamp bench-sim
 RUNS=${RUNS:-3}
 SMALL=${SMALL_PACKETS:-avoid}
 echo "# small_packets = $SMALL, ack_policy = immediate"
-cargo build --release -q -p harness -p quic-server -p quic-client   # the one release build every target uses
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk   # the one release build every target uses
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 CCLAB=./target/release/cclab

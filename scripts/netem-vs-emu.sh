@@ -78,7 +78,7 @@ fi
 
 . scripts/lib/stamp.sh
 stamp netem-vs-emu
-cargo build --release -q -p harness -p quic-server -p quic-client
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 SECONDS=0
 if $cclab link probe --json 2>/dev/null | grep -q '"netem": true'; then
     echo "netem-vs-emu: netem on this host" >&2

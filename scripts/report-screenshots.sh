@@ -20,7 +20,7 @@ work=$root/target/report-screenshots
 if [ -n "${CCLAB:-}" ]; then
     cclab=$CCLAB
 else
-    cargo build --release -q -p harness -p quic-server -p quic-client --manifest-path "$root/Cargo.toml"
+    cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk --manifest-path "$root/Cargo.toml"
     cclab=$root/target/release/cclab
 fi
 rm -rf "$work"

@@ -19,7 +19,7 @@ REPS=${REPS:-3}
 DURATION=${DURATION:-15s}
 CCS=${CCS:-"cubic newreno vegas bbr2 smcc westwood+"}
 SMALL=${SMALL:-"avoid allow"}
-cargo build --release -q -p harness -p quic-server -p quic-client
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 if [ -z "${OUT:-}" ]; then
     OUT=$(mktemp -d)
     trap 'rm -rf "$OUT"' EXIT

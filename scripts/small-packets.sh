@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/stamp.sh
 stamp small-packets
 DURATION=${DURATION:-10s}
-cargo build --release -q -p harness -p quic-server -p quic-client
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 CCLAB=./target/release/cclab
 CCS=${CCS:-$("$CCLAB" list | awk '/^[a-z0-9+-]+ +(Plugin|Builtin)/ {print $1}')}
 DIR=$(mktemp -d)

@@ -25,16 +25,17 @@ KIND=${CCLAB_VM_KIND:-uml}
     cannot_run test-netem "not root (namespaces and qdiscs need root, and so does starting a guest)"
 
 eval "$(./scripts/ws-build.sh)"
-for v in bin_cclab bin_quic_server bin_quic_client test_harness__netem_kernel test_harness__kernel_links; do
+for v in bin_cclab bin_quic_server bin_quic_client bin_tcp_bulk test_harness__netem_kernel test_harness__kernel_links test_harness__tcp_flows; do
     [ -n "${!v:-}" ] || { echo "test-netem: FAILED: the workspace build did not report $v" >&2; exit 1; }
 done
 cclab=$bin_cclab
-tests=("$test_harness__netem_kernel" "$test_harness__kernel_links")
+tests=("$test_harness__netem_kernel" "$test_harness__kernel_links" "$test_harness__tcp_flows")
 
 # Each executable, then `cclab cleanup` must find nothing left.
 # kernel_links: only its netem case (its tbf/htb/emu cases run on the host
-# in `cargo test`, and measure rates a guest's CPU would distort).
-run_tests='for t in "$@"; do echo "test-netem: $(basename "$t")"; case $t in *kernel_links*) f=netem_ ;; *) f= ;; esac; "$t" --include-ignored --test-threads=1 -q $f; done; '"$cclab"' cleanup'
+# in `cargo test`, and measure rates a guest's CPU would distort);
+# tcp_flows: only its netem case (a QUIC and a Linux TCP flow together).
+run_tests='for t in "$@"; do echo "test-netem: $(basename "$t")"; case $t in *kernel_links*) f=netem_ ;; *tcp_flows*) f=on_netem ;; *) f= ;; esac; "$t" --include-ignored --test-threads=1 -q $f; done; '"$cclab"' cleanup'
 
 if "$cclab" link probe --json 2>/dev/null | grep -q '"netem": true'; then
     echo "test-netem: this kernel has netem: running on the host" >&2

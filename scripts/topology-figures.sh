@@ -24,7 +24,7 @@ CCS=${CCS:-"newreno cubic"}
 LOT_CCS=${LOT_CCS:-"newreno cubic"}
 REPS=${REPS:-3}
 LOT_DURATION=${LOT_DURATION:-30s}
-cargo build --release -q -p harness -p quic-server -p quic-client
+cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 if [ -z "${OUT:-}" ]; then
     OUT=$(mktemp -d)
     trap 'rm -rf "$OUT"' EXIT

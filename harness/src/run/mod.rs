@@ -141,6 +141,10 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
 /// netem backend has no cross traffic, and builds several links only as
 /// a chain of namespaces ([`crate::netem_paths::check`]).
 pub fn check_backend(sc: &Scenario, backend: Backend) -> Result<(), RunError> {
+    // A Linux TCP flow needs real hosts: refused on sim (a tune or a
+    // reproduction forces sim) before the simulator sees its name.
+    sc.check_tcp_backend(backend)
+        .map_err(|e| RunError::Unsupported(e.to_string()))?;
     if backend != Backend::Netem {
         return Ok(());
     }

@@ -179,7 +179,8 @@ pub fn set_transport(sc: &mut Scenario, ack: Option<&str>, small: Option<&str>) 
     let small = small.map(|s| {
         SmallPackets::parse(s).unwrap_or_else(|e| bad_input(format!("--small-packets: {e}")))
     });
-    for f in &mut sc.flows {
+    // QUIC's transport settings: a Linux TCP flow has none.
+    for f in sc.flows.iter_mut().filter(|f| f.tcp_cc().is_none()) {
         if let Some(a) = ack {
             f.transport.ack = a;
         }
@@ -300,7 +301,9 @@ fn print_summary(s: &RunSummary) {
                 .as_ref()
                 .map_or("-".into(), |r| format!("{:.1}", r.p95)),
             f.lost_packets
-                .map_or("\u{2014}".into(), |l| format!("{l:.0}")),
+                .map(|l| format!("{l:.0}"))
+                .or(f.retransmitted_packets.map(|r| format!("{r:.0} retx")))
+                .unwrap_or_else(|| "\u{2014}".into()),
             format!("{}/{}", f.completed, reps)
         );
     }
