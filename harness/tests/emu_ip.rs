@@ -146,6 +146,11 @@ fn kernel_tcp_crosses_the_link_both_ways_at_its_rate() {
         up_b >= charged && (up_b as f64) < charged as f64 * 1.03,
         "up {up_b} B on the link for {received} B of payload ({charged} expected)"
     );
+    // Segments are Ethernet-sized (the routes advertise an MSS of 1460,
+    // though the devices take QUIC's largest datagrams): 1500 bytes of IP,
+    // charged 1472.
+    let largest = recs.iter().filter(|r| r.dir == 0).map(|r| r.size).max();
+    assert_eq!(largest, Some(1472));
     // A bare ACK is charged 24 bytes (52 with IPv4 and TCP headers).
     let small = recs
         .iter()
@@ -256,6 +261,32 @@ fn a_quic_flow_gets_what_the_relay_gives_it() {
         let ns = rec[k].as_str().unwrap();
         assert!(!now.iter().any(|n| n == ns), "{ns} left behind");
     }
+}
+
+#[test]
+fn a_quic_flow_of_the_largest_datagrams_fits() {
+    if !ip_mode() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("mtu.toml");
+    std::fs::write(
+        &f,
+        "duration = \"3s\"\n[link]\nrate = \"20mbit\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"cubic\"\nmtu = 1500\n",
+    )
+    .unwrap();
+    let s = cclab_run(
+        &[f.to_str().unwrap(), "--link", "emu", "--emu-mode", "ip"],
+        &dir.path().join("out"),
+    );
+    let flow = &s["repetitions"][0]["flows"][0];
+    let size = flow["data_packet_bytes_mean"].as_f64().unwrap();
+    let goodput = flow["goodput_bps"].as_f64().unwrap();
+    eprintln!(
+        "mtu 1500: {size:.0}-byte data packets, {:.2} Mbit/s",
+        goodput / 1e6
+    );
+    assert!(size > 1450.0 && goodput > 10e6, "{size} B, {goodput} bit/s");
 }
 
 #[test]

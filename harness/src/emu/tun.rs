@@ -13,6 +13,8 @@
 //! route for the whole servers' network (so a server binds any of its
 //! addresses without one `ip addr` per flow) and a route to the client
 //! through its device. Neither side can reach the other any other way.
+//! The devices' MTU ([`TUN_MTU`]) fits a QUIC flow's largest datagram;
+//! the routes make TCP segments Ethernet-sized ([`TCP_ADVMSS`]).
 //! Route `i` (the scenario's flow `i`) has server address
 //! [`server_ip`]`(i)`, so the emulator tells a packet's route from its
 //! server address: the destination going up, the source coming down.
@@ -48,6 +50,15 @@ const SERVER_BASE: Ipv4Addr = Ipv4Addr::new(10, 203, 0, 10);
 
 /// The most routes one network has: server addresses up to 10.203.255.254.
 pub const MAX_ROUTES: usize = 65_524;
+
+/// The devices' MTU: room for the largest UDP payload a QUIC flow may
+/// send (1500 bytes, `mtu`) with its IPv4 and UDP headers, as the relay
+/// carries it. TCP still builds Ethernet-sized segments (1500 bytes of IP):
+/// both routes advertise an MSS of [`TCP_ADVMSS`].
+pub const TUN_MTU: u32 = 1528;
+
+/// The MSS both sides' routes advertise: Ethernet's (1500 − 40).
+pub const TCP_ADVMSS: u32 = 1460;
 
 /// Packets a TUN device's queue holds before its kernel drops (its
 /// `txqueuelen`; Linux's default of 500 is a burst TCP can overrun before
@@ -205,61 +216,46 @@ impl TunNet {
             self.ip(&["-n", ns, "link", "set", "lo", "up"])?;
             // No IPv6 on the devices to be made (a kernel without IPv6
             // has none anyway, so a failure here is not one).
-            let _ = netns::run(
-                "ip",
-                &[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    "net.ipv6.conf.all.disable_ipv6=1",
-                    "net.ipv6.conf.default.disable_ipv6=1",
-                ],
-            );
+            let v6 = [
+                "netns",
+                "exec",
+                ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ];
+            self.commands
+                .push(std::iter::once("ip").chain(v6).map(String::from).collect());
+            let _ = netns::run("ip", &v6);
+        }
+        for ns in [&c, &s] {
+            self.commands.push(vec![format!(
+                "# open /dev/net/tun in {ns}: TUNSETIFF {TUN_DEV}, IFF_TUN | IFF_NO_PI"
+            )]);
         }
         let fds = [open_tun_in(&c, TUN_DEV)?, open_tun_in(&s, TUN_DEV)?];
         self.fds = Some(fds);
-        let qlen = TUN_QUEUE.to_string();
+        let (qlen, mtu, mss) = (
+            TUN_QUEUE.to_string(),
+            TUN_MTU.to_string(),
+            TCP_ADVMSS.to_string(),
+        );
         for ns in [&c, &s] {
-            self.ip(&[
-                "-n",
-                ns,
-                "link",
-                "set",
-                "dev",
-                TUN_DEV,
-                "txqueuelen",
-                &qlen,
-                "up",
-            ])?;
+            let dev = ["-n", ns, "link", "set", "dev", TUN_DEV];
+            self.ip(&[&dev[..], &["mtu", &mtu, "txqueuelen", &qlen, "up"]].concat())?;
         }
         let net = format!("{}/{}", SERVER_NET.0, SERVER_NET.1);
         let client = CLIENT_IP.to_string();
-        self.ip(&[
-            "-n",
-            &c,
-            "addr",
-            "add",
-            &format!("{client}/32"),
-            "dev",
-            TUN_DEV,
-        ])?;
-        self.ip(&[
-            "-n", &c, "route", "add", &net, "dev", TUN_DEV, "src", &client,
-        ])?;
+        let client32 = format!("{client}/32");
+        self.ip(&["-n", &c, "addr", "add", &client32, "dev", TUN_DEV])?;
+        let to_servers = ["-n", &c, "route", "add", &net, "dev", TUN_DEV];
+        self.ip(&[&to_servers[..], &["src", &client, "advmss", &mss]].concat())?;
         // Every server address is local on the server side (Linux's
         // "AnyIP"), so servers bind theirs without one command each.
         self.ip(&["-n", &s, "route", "add", "local", &net, "dev", "lo"])?;
-        self.ip(&[
-            "-n",
-            &s,
-            "route",
-            "add",
-            &format!("{client}/32"),
-            "dev",
-            TUN_DEV,
-        ])?;
+        let to_client = ["-n", &s, "route", "add", &client32, "dev", TUN_DEV];
+        self.ip(&[&to_client[..], &["advmss", &mss]].concat())?;
         Ok(())
     }
 
