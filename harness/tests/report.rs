@@ -30,6 +30,7 @@ fn sim_cfg(out: &Path) -> RunConfig {
         per_packet_log: false,
         threads: 0,
         qlog_level: quic_app::QlogLevel::Core,
+        emu_mode: harness::emu::EmuMode::Relay,
     }
 }
 

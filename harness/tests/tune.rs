@@ -47,6 +47,7 @@ fn run_cfg(work: &Path) -> RunConfig {
         threads: 1,
         qlog_level: quic_app::QlogLevel::Metrics,
         per_packet_log: true,
+        emu_mode: harness::emu::EmuMode::Relay,
     }
 }
 

@@ -1,6 +1,7 @@
-//! What the emulator is given and what it gives back: its configuration,
-//! errors, live snapshot and final report (shared by [`super::runtime`],
-//! which starts it, and [`super::relay`], which runs it).
+//! What the emulator is given and what it gives back: its mode,
+//! configuration, errors, live snapshot and final report (shared by
+//! [`super::runtime`], which starts it, and [`super::relay`] and
+//! [`super::tunnel`], which run it).
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,6 +11,43 @@ use std::time::Duration;
 use super::pipeline::Counters;
 use crate::link::LinkSpec;
 use link_model::topology::{Route as Path, Topology};
+
+/// How packets reach the emulator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmuMode {
+    /// A UDP relay ([`super::relay`]): clients send to the emulator's
+    /// sockets, which forward to the servers. No root; UDP only.
+    #[default]
+    Relay,
+    /// Whole IP packets through a TUN device on each side
+    /// ([`super::tunnel`], [`super::tun::TunNet`]): the endpoints run in two
+    /// network namespaces, so any IPv4 traffic (TCP too) crosses the link.
+    /// Needs root and `/dev/net/tun`.
+    Ip,
+}
+
+impl EmuMode {
+    /// Every mode, as users write it.
+    pub const NAMES: &'static str = "relay, ip";
+
+    /// From its name (`relay`, `ip`).
+    pub fn parse(s: &str) -> Option<EmuMode> {
+        match s.trim() {
+            "relay" => Some(EmuMode::Relay),
+            "ip" => Some(EmuMode::Ip),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmuMode::Relay => "relay",
+            EmuMode::Ip => "ip",
+        }
+    }
+}
 
 /// Where clients send, and where their datagrams go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +140,22 @@ pub enum EmuError {
     /// The thread panicked.
     #[error("the emulator thread panicked")]
     Panicked,
+    /// IP mode cannot run here (what is missing).
+    #[error("{0}")]
+    IpUnavailable(String),
+    /// A TUN device could not be created.
+    #[error("cannot create TUN device {dev} in network namespace {ns}: {source}")]
+    Tun {
+        /// The namespace.
+        ns: String,
+        /// The device.
+        dev: String,
+        /// The cause.
+        source: io::Error,
+    },
+    /// Setting up IP mode's namespaces failed.
+    #[error("IP mode: {0}")]
+    Namespaces(#[from] crate::netns::NetnsError),
 }
 
 impl From<crate::bottleneck::LogError> for EmuError {
@@ -159,4 +213,26 @@ pub struct EmuReport {
     pub send_errors: u64,
     /// Per-packet records written.
     pub log_records: u64,
+    /// IP mode's own counters (`None` for the relay).
+    pub ip: Option<IpStats>,
+}
+
+/// What IP mode ([`EmuMode::Ip`]) saw besides the link's counters.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct IpStats {
+    /// IPv4 packets read from each side's TUN device (up: the client's,
+    /// down: the server's) that entered the link.
+    pub packets_in: [u64; 2],
+    /// Packets read but not put on the link, dropped: not IPv4, shorter
+    /// than the 28 bytes every charged packet has, or addressed outside
+    /// the routes (no server address of this run).
+    pub unclassified: [u64; 2],
+    /// Packets the link delivered whose IP and transport header (kept
+    /// aside while they crossed, [`super::tunnel`]) was gone, dropped; 0
+    /// unless a packet stayed in the link longer than the headers are kept.
+    pub headers_missing: u64,
+    /// Packets each side's kernel dropped because the emulator had not
+    /// read its TUN device's queue in time (the device's `tx_dropped`);
+    /// they never reached the link. `None` when it could not be read.
+    pub tun_dropped: Option<[u64; 2]>,
 }

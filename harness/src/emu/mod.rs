@@ -15,6 +15,12 @@
 //! clock. The emulator's own thread keeps time with `CLOCK_MONOTONIC`,
 //! sleeps in `ppoll` with a 1 ns timer slack (high-resolution timers, not
 //! a 1 ms tick), wakes 20 µs early and spins the rest of the way.
+//!
+//! In IP mode ([`EmuMode::Ip`], [`Emulator::start_ip`]) the same links
+//! carry whole IP packets instead: the endpoints run in two network
+//! namespaces joined only by a TUN device each ([`tun::TunNet`]), so TCP
+//! and any other IPv4 traffic crosses the link, charged as the relay
+//! charges a UDP datagram ([`tunnel`]).
 
 // The elements live in the link model; they are re-exported under their
 // old paths (`emu::pipeline`, `emu::rng`, ...).
@@ -23,11 +29,14 @@ pub use link_model::elements::{
     serializer,
 };
 mod config;
+mod engine;
 mod relay;
 mod runtime;
 mod sockets;
+pub mod tun;
+pub mod tunnel;
 
-pub use config::{EmuConfig, EmuError, EmuReport, Lateness, Route, Snapshot};
+pub use config::{EmuConfig, EmuError, EmuMode, EmuReport, IpStats, Lateness, Route, Snapshot};
 pub use packet::{DropReason, Packet};
 pub use pipeline::{Counters, Direction};
 pub use runtime::Emulator;

@@ -9,52 +9,18 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use super::config::{EmuConfig, EmuError, EmuReport, Lateness, Snapshot};
+use super::config::{EmuConfig, EmuError, EmuReport, Snapshot};
+use super::engine::{create_logs, topology, LinkCore};
+use super::monotonic_ns;
 use super::packet::Packet;
-use super::pipeline::Sampler;
 use super::sockets::{bind_listeners, realtime_ns, recv_stamped, upstream_socket};
-use super::{monotonic_ns, thread_cpu_ns};
-use crate::bottleneck::{packet_log_header, LinkLogs};
 use crate::link::Dir;
-use link_model::topology::{Network, Topology};
-
-const SPIN_NS: u64 = 20_000;
-const MAX_SLEEP_NS: u64 = 10_000_000;
 
 /// One client of one route, with its own socket towards the server.
 struct Flow {
     route: usize,
     client: SocketAddr,
     upstream: UdpSocket,
-}
-
-/// A histogram of hand-off lateness in 1 µs buckets up to 100 ms.
-struct LateHist {
-    buckets: Vec<u64>,
-    max: u64,
-}
-
-impl LateHist {
-    fn add(&mut self, ns: u64) {
-        let i = ((ns / 1000) as usize).min(self.buckets.len() - 1);
-        self.buckets[i] += 1;
-        self.max = self.max.max(ns);
-    }
-    fn quantile(&self, q: f64) -> f64 {
-        let total: u64 = self.buckets.iter().sum();
-        if total == 0 {
-            return 0.0;
-        }
-        let want = (q * total as f64).ceil().max(1.0) as u64;
-        let mut acc = 0;
-        for (i, c) in self.buckets.iter().enumerate() {
-            acc += c;
-            if acc >= want {
-                return i as f64 + 0.5;
-            }
-        }
-        self.buckets.len() as f64
-    }
 }
 
 /// The thread's body: binds the routes (reporting their addresses, or
@@ -78,55 +44,37 @@ pub(super) fn run(
         .collect::<io::Result<_>>()?;
     let start_mono = monotonic_ns();
     let start_unix = realtime_ns();
-    let topo = match &cfg.topology {
-        Some((t, _)) => t.clone(),
-        None => Topology::single(cfg.link.clone()),
-    };
-    let logs = match &cfg.log_dir {
-        Some(dir) => LinkLogs::create(dir, &topo, |i| {
-            cfg.per_packet_log
-                .then(|| packet_log_header("emu", start_unix, start_mono, &topo.links[i].spec))
-        })?,
-        None => LinkLogs::none(),
-    };
+    let topo = topology(&cfg);
+    let logs = create_logs(&cfg, &topo, start_unix, start_mono)?;
     let _ = ready.send(Ok(addrs));
 
-    let cpu0 = thread_cpu_ns();
-    let mut relay = Relay::new(cfg, &topo, listeners, logs, start_mono);
+    let core = LinkCore::new(&cfg, &topo, logs, start_mono);
+    let mut relay = Relay::new(cfg, listeners, core);
     while !stop.load(Ordering::Relaxed) {
-        let t = since(relay.start_mono);
+        let t = relay.core.now();
         relay.deliver(t);
-        relay.sample(t, &snapshot);
+        if relay.core.sample(t, relay.flows.len(), &snapshot) {
+            relay.real_minus_mono = realtime_ns().saturating_sub(monotonic_ns());
+        }
         if relay.wait() > 0 {
             relay.read_ready()?;
         }
     }
-    relay.finish(cpu0)
-}
-
-/// Ns on `CLOCK_MONOTONIC` since `start`.
-fn since(start: u64) -> u64 {
-    monotonic_ns().saturating_sub(start)
+    relay.core.finish(relay.flows.len(), relay.send_errors)
 }
 
 /// The relay's state.
 struct Relay {
     cfg: EmuConfig,
     listeners: Vec<UdpSocket>,
-    start_mono: u64,
-    logs: LinkLogs,
-    /// Every link and the way each route crosses them.
-    net: Network,
+    /// The links, their logs and samples.
+    core: LinkCore,
     flows: Vec<Flow>,
     by_client: HashMap<(usize, SocketAddr), u16>,
     pollfds: Vec<libc::pollfd>,
     rebuild: bool,
     buf: Vec<u8>,
-    out: Vec<(u64, Dir, Packet)>,
-    late: LateHist,
     send_errors: u64,
-    samplers: Vec<Sampler>,
-    sink_err: Option<EmuError>,
     last_arrival: [u64; 2],
     /// CLOCK_REALTIME − CLOCK_MONOTONIC, to move kernel stamps onto our
     /// clock; refreshed at every sample in case the wall clock is slewed.
@@ -134,37 +82,17 @@ struct Relay {
 }
 
 impl Relay {
-    fn new(
-        cfg: EmuConfig,
-        topo: &Topology,
-        listeners: Vec<UdpSocket>,
-        logs: LinkLogs,
-        start_mono: u64,
-    ) -> Relay {
-        let paths = cfg.topology.as_ref().map_or(&[][..], |(_, p)| &p[..]);
+    fn new(cfg: EmuConfig, listeners: Vec<UdpSocket>, core: LinkCore) -> Relay {
         Relay {
-            net: Network::new(topo, paths, cfg.mtu, &cfg.class_weights),
-            samplers: topo
-                .links
-                .iter()
-                .map(|_| Sampler::new(cfg.sample_interval.as_nanos() as u64))
-                .collect(),
             cfg,
             listeners,
-            start_mono,
-            logs,
+            core,
             flows: Vec::new(),
             by_client: HashMap::new(),
             pollfds: Vec::new(),
             rebuild: true,
             buf: vec![0u8; 65_536],
-            out: Vec::new(),
-            late: LateHist {
-                buckets: vec![0; 100_000],
-                max: 0,
-            },
             send_errors: 0,
-            sink_err: None,
             last_arrival: [0u64; 2],
             real_minus_mono: realtime_ns().saturating_sub(monotonic_ns()),
         }
@@ -172,8 +100,9 @@ impl Relay {
 
     /// Sends what the link has due at `t`: up to the servers, down to the clients.
     fn deliver(&mut self, t: u64) {
-        self.net.advance(t, &mut self.logs, &mut self.out);
-        for (due, d, pkt) in self.out.drain(..) {
+        self.core.advance(t);
+        let mut out = std::mem::take(&mut self.core.out);
+        for (due, d, pkt) in out.drain(..) {
             let f = &self.flows[pkt.flow as usize];
             let r = if d == Dir::Up {
                 f.upstream.send(&pkt.data)
@@ -183,37 +112,9 @@ impl Relay {
             if r.is_err() {
                 self.send_errors += 1;
             }
-            self.late.add(since(self.start_mono).saturating_sub(due));
+            self.core.handed_off(due);
         }
-    }
-
-    /// Samples the bottleneck when a sample is due at `t`, into the samples file
-    /// and the snapshot progress displays read.
-    fn sample(&mut self, t: u64, snapshot: &Mutex<Snapshot>) {
-        if t < self.samplers[0].next_due() {
-            return;
-        }
-        let mut snap = Snapshot {
-            t_s: t as f64 / 1e9,
-            flows: self.flows.len(),
-            ..Snapshot::default()
-        };
-        for (i, sampler) in self.samplers.iter_mut().enumerate() {
-            for s in sampler.take(t, &self.net.links[i].dirs) {
-                if let Err(e) = self.logs.sample(i, &s) {
-                    self.sink_err.get_or_insert(EmuError::Log {
-                        path: "bottleneck-samples.jsonl".into(),
-                        source: e,
-                    });
-                }
-            }
-        }
-        snap.up = self.net.first()[0].counters.clone();
-        snap.down = self.net.first()[1].counters.clone();
-        if let Ok(mut s) = snapshot.lock() {
-            *s = snap;
-        }
-        self.real_minus_mono = realtime_ns().saturating_sub(monotonic_ns());
+        self.core.out = out;
     }
 
     /// Sleeps until the link's next event, the next sample or a datagram
@@ -232,28 +133,7 @@ impl Relay {
             }
             self.rebuild = false;
         }
-        let t = since(self.start_mono);
-        let next = self
-            .net
-            .next_event()
-            .unwrap_or(u64::MAX)
-            .min(self.samplers[0].next_due())
-            .min(t + MAX_SLEEP_NS);
-        let wait = next.saturating_sub(t);
-        let sleep = wait.saturating_sub(SPIN_NS);
-        let ts = libc::timespec {
-            tv_sec: (sleep / 1_000_000_000) as libc::time_t,
-            tv_nsec: (sleep % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: pollfds is a valid array of initialised pollfd structs.
-        unsafe {
-            libc::ppoll(
-                self.pollfds.as_mut_ptr(),
-                self.pollfds.len() as libc::nfds_t,
-                &ts,
-                std::ptr::null(),
-            )
-        }
+        self.core.wait(&mut self.pollfds)
     }
 
     /// Reads everything that is waiting, oldest socket first: listeners
@@ -297,7 +177,7 @@ impl Relay {
                     hop: 0,
                 };
                 let d = if dir == 0 { Dir::Up } else { Dir::Down };
-                self.net.push(d, pkt, t, &mut self.logs);
+                self.core.push(d, pkt, t);
             }
         }
         Ok(())
@@ -307,11 +187,11 @@ impl Relay {
     /// enters the link when it arrived, not when this thread woke up;
     /// never before an earlier arrival in the same direction.
     fn arrival_time(&mut self, stamp: Option<u64>, dir: usize) -> u64 {
-        let t_now = since(self.start_mono);
+        let t_now = self.core.now();
         let t = stamp
             .map(|st| {
                 st.saturating_sub(self.real_minus_mono)
-                    .saturating_sub(self.start_mono)
+                    .saturating_sub(self.core.start_mono)
             })
             .filter(|&st| st <= t_now && t_now - st < 100_000_000)
             .unwrap_or(t_now)
@@ -339,31 +219,5 @@ impl Relay {
         self.by_client.insert((k, from), id);
         self.rebuild = true;
         Ok(Some(id))
-    }
-
-    /// What the emulator did, its logs finished (`cpu0`: the thread's CPU
-    /// time when it began relaying).
-    fn finish(self, cpu0: u64) -> Result<EmuReport, EmuError> {
-        let end = since(self.start_mono);
-        let mut report = EmuReport {
-            duration_s: end as f64 / 1e9,
-            cpu_s: thread_cpu_ns().saturating_sub(cpu0) as f64 / 1e9,
-            flows: self.flows.len(),
-            up: self.net.first()[0].counters.clone(),
-            down: self.net.first()[1].counters.clone(),
-            links: self.net.counters(),
-            lateness: Lateness {
-                p50_us: self.late.quantile(0.5),
-                p99_us: self.late.quantile(0.99),
-                max_us: self.late.max as f64 / 1000.0,
-            },
-            send_errors: self.send_errors,
-            log_records: 0,
-        };
-        report.log_records = self.logs.finish()?;
-        if let Some(e) = self.sink_err {
-            return Err(e);
-        }
-        Ok(report)
     }
 }

@@ -1,4 +1,5 @@
-//! [`Emulator`]: the relay ([`super::relay`]) on a thread of its own.
+//! [`Emulator`]: the relay ([`super::relay`]) or IP mode
+//! ([`super::tunnel`]) on a thread of its own.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,7 +49,48 @@ impl Emulator {
         }
     }
 
-    /// The bound listening address of each route, in order.
+    /// Starts IP mode on `net`'s TUN devices (which it takes; `cfg.routes`
+    /// is not used): route `i` is server address
+    /// [`super::tun::server_ip`]`(i)`, for the `net.routes` routes.
+    pub fn start_ip(cfg: EmuConfig, net: &mut super::tun::TunNet) -> Result<Emulator, EmuError> {
+        let fds = net.take_fds().ok_or_else(|| {
+            EmuError::IpUnavailable("the TUN devices are already in use by an emulator".into())
+        })?;
+        let ports = super::tunnel::Ports {
+            fds,
+            routes: net.routes,
+            client_ns: net.client_ns.clone(),
+            server_ns: net.server_ns.clone(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let snapshot = Arc::new(Mutex::new(Snapshot::default()));
+        let (tx, rx) = mpsc::channel();
+        let (stop2, snap2) = (stop.clone(), snapshot.clone());
+        let thread = std::thread::Builder::new()
+            .name("cclab-emu-ip".into())
+            .spawn(move || super::tunnel::run(cfg, ports, stop2, snap2, tx))?;
+        match rx.recv() {
+            Ok(Ok(())) => Ok(Emulator {
+                stop,
+                thread: Some(thread),
+                listen: Vec::new(),
+                snapshot,
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(thread
+                .join()
+                .map_err(|_| EmuError::Panicked)
+                .and_then(|r| r.map(|_| ()))
+                .err()
+                .unwrap_or(EmuError::Panicked)),
+        }
+    }
+
+    /// The bound listening address of each route, in order (none in IP
+    /// mode, where clients send to the servers' own addresses).
     pub fn listen_addrs(&self) -> &[SocketAddr] {
         &self.listen
     }

@@ -263,6 +263,7 @@ fn run_job(
         // repetitions of a run do.
         threads: if workers > 1 { 1 } else { 0 },
         qlog_level: j.qlog,
+        emu_mode: crate::emu::EmuMode::Relay,
     };
     match crate::run::run(&j.scenario, &cfg) {
         Ok(s) if s.status == "complete" => {

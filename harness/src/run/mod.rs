@@ -69,6 +69,10 @@ pub struct RunConfig {
     pub threads: usize,
     /// How much qlog both ends write.
     pub qlog_level: quic_app::QlogLevel,
+    /// On emu, how packets reach the emulator: the UDP relay, or whole IP
+    /// packets through TUN devices between two namespaces (root; any
+    /// IPv4 traffic). Ignored by netem and sim.
+    pub emu_mode: crate::emu::EmuMode,
 }
 
 /// Why a run failed.
@@ -118,6 +122,7 @@ type Reps = (Vec<RepResult>, Option<RunError>);
 /// Runs a scenario; returns its summary (also written to `OUT/summary.json`).
 pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
     check_backend(sc, cfg.backend)?;
+    check_emu_mode(sc, cfg.backend, cfg.emu_mode)?;
     let bins = endpoints::Binaries::find(cfg)?;
     let work = result_dir::WorkDir::start(sc, cfg)?;
     let (reps, failure) = match cfg.backend {
@@ -156,6 +161,34 @@ pub fn check_backend(sc: &Scenario, backend: Backend) -> Result<(), RunError> {
     if sc.has_paths() {
         crate::netem_paths::check(&sc.topology(), &sc.flow_routes())?;
     }
+    Ok(())
+}
+
+/// Whether the emulator can run `sc` in `mode` here, checked before
+/// anything starts: IP mode needs root, `/dev/net/tun` and `ip`
+/// ([`crate::emu::tun::check`]), and has no cross traffic yet; the relay
+/// runs anywhere. Other backends ignore the mode.
+pub fn check_emu_mode(
+    sc: &Scenario,
+    backend: Backend,
+    mode: crate::emu::EmuMode,
+) -> Result<(), RunError> {
+    if backend != Backend::Emu || mode != crate::emu::EmuMode::Ip {
+        return Ok(());
+    }
+    if !sc.cross.is_empty() {
+        return Err(RunError::Unsupported(
+            "cross traffic ([[cross]]) is not supported by --emu-mode ip yet: run the scenario with --emu-mode relay".into(),
+        ));
+    }
+    let flows: usize = sc.flows.iter().map(|f| f.count as usize).sum();
+    if flows > crate::emu::tun::MAX_ROUTES {
+        return Err(RunError::Unsupported(format!(
+            "--emu-mode ip takes at most {} flows, not {flows}",
+            crate::emu::tun::MAX_ROUTES
+        )));
+    }
+    crate::emu::tun::check()?;
     Ok(())
 }
 

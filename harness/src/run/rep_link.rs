@@ -1,7 +1,10 @@
 //! The link of one repetition on `emu` or `netem`: kernel qdiscs on veth
 //! between namespaces (set up before the servers, which run inside them),
 //! or the userspace emulator in front of the servers (started once they
-//! listen, with one route per flow and per cross-traffic source).
+//! listen): the UDP relay, with one route per flow and per cross-traffic
+//! source, or in IP mode ([`EmuMode::Ip`]) TUN devices between a client and
+//! a server namespace (made before the servers, which run inside, like
+//! netem's), with one server address per flow.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;
@@ -12,7 +15,8 @@ use std::time::{Duration, Instant};
 use super::endpoints::Server;
 use super::{RunConfig, RunError};
 use crate::cross::{self, Cross};
-use crate::emu::{EmuConfig, EmuReport, Emulator, Route};
+use crate::emu::tun::{self, TunNet};
+use crate::emu::{EmuConfig, EmuMode, EmuReport, Emulator, Route};
 use crate::link::{Backend, LinkSpec};
 use crate::netem::NetemLink;
 use crate::netem_paths::{NetemPaths, Place};
@@ -25,6 +29,8 @@ pub(super) struct PreparedLink {
     spec: LinkSpec,
     netem: Option<Arc<NetemLink>>,
     paths: Option<NetemPaths>,
+    /// IP mode's namespaces and devices.
+    tun: Option<TunNet>,
 }
 
 /// The link while the flows run.
@@ -35,6 +41,9 @@ pub(super) struct RepLink {
     sampler: Option<crate::netem::Sampler>,
     /// Where the emulator's cross-traffic routes lead (emu only).
     cross_targets: Vec<UdpSocket>,
+    /// IP mode's namespaces (removed after the emulator stops) and where
+    /// its record goes (`rep-N/emu-ip.json`).
+    tun: Option<(TunNet, std::path::PathBuf)>,
 }
 
 impl PreparedLink {
@@ -48,7 +57,14 @@ impl PreparedLink {
     ) -> Result<PreparedLink, RunError> {
         let mut spec = sc.link.clone();
         spec.seed = seed;
-        let (mut netem, mut paths) = (None, None);
+        let (mut netem, mut paths, mut tun) = (None, None, None);
+        if cfg.backend == Backend::Emu && cfg.emu_mode == EmuMode::Ip {
+            let t = TunNet::create(sc.rep_flows(seed).len())?;
+            // Every `ip` command that built it, one per line.
+            let lines: Vec<String> = t.commands.iter().map(|c| c.join(" ") + "\n").collect();
+            std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
+            tun = Some(t);
+        }
         if cfg.backend == Backend::Netem && sc.has_paths() {
             let n = NetemPaths::setup(
                 &sc.topology().with_seed(seed),
@@ -71,13 +87,31 @@ impl PreparedLink {
             std::fs::write(dir.join("tc-commands.txt"), lines.concat())?;
             netem = Some(Arc::new(n));
         }
-        Ok(PreparedLink { spec, netem, paths })
+        Ok(PreparedLink {
+            spec,
+            netem,
+            paths,
+            tun,
+        })
     }
 
-    /// On netem, where each of the `nflows` flows' endpoints run.
+    /// On netem and in the emulator's IP mode, where each of the `nflows`
+    /// flows' endpoints run (flow `i`'s server at its own address in IP
+    /// mode).
     pub(super) fn places(&self, nflows: usize) -> Option<Vec<Place>> {
         if let Some(p) = &self.paths {
             return Some(p.flows.clone());
+        }
+        if let Some(t) = &self.tun {
+            return Some(
+                (0..nflows)
+                    .map(|i| Place {
+                        client_ns: t.client_ns.clone(),
+                        server_ns: t.server_ns.clone(),
+                        server_ip: tun::server_ip(i),
+                    })
+                    .collect(),
+            );
         }
         self.netem.as_ref().map(|n| {
             let t = &n.topology;
@@ -94,7 +128,8 @@ impl PreparedLink {
 
     /// Starts what carries the flows to `servers`: on netem the bottleneck
     /// sampler; otherwise the emulator, with route `i` to server `i` and
-    /// then one route per cross-traffic source.
+    /// then one route per cross-traffic source (in IP mode, server `i` is
+    /// at route `i`'s address already).
     pub(super) fn start(
         self,
         sc: &Scenario,
@@ -111,6 +146,7 @@ impl PreparedLink {
                 emu: None,
                 sampler: Some(sampler),
                 cross_targets: Vec::new(),
+                tun: None,
             });
         }
         if let Some(p) = &self.paths {
@@ -127,6 +163,19 @@ impl PreparedLink {
                 emu: None,
                 sampler,
                 cross_targets: Vec::new(),
+                tun: None,
+            });
+        }
+        if let Some(mut t) = self.tun {
+            let ec = emu_config(self.spec, sc, cfg, dir, Vec::new());
+            let emu = Emulator::start_ip(ec, &mut t)?;
+            return Ok(RepLink {
+                netem: None,
+                paths: None,
+                emu: Some(emu),
+                sampler: None,
+                cross_targets: Vec::new(),
+                tun: Some((t, dir.join("emu-ip.json"))),
             });
         }
         let mut routes: Vec<Route> = servers.iter().map(|s| route_to(s.addr)).collect();
@@ -136,23 +185,36 @@ impl PreparedLink {
             routes.push(route_to(t.local_addr()?));
             cross_targets.push(t);
         }
-        let mut ec = EmuConfig::new(self.spec, routes);
-        ec.log_dir = Some(dir.to_path_buf());
-        ec.per_packet_log = cfg.per_packet_log;
-        // Route i is flow i, then one route per cross source.
-        ec.class_weights = sc.class_weights();
-        if sc.has_paths() {
-            let topo = sc.topology();
-            ec.topology = Some((topo.with_seed(ec.link.seed), sc.routes()));
-        }
+        let ec = emu_config(self.spec, sc, cfg, dir, routes);
         Ok(RepLink {
             netem: None,
             paths: None,
             emu: Some(Emulator::start(ec)?),
             sampler: None,
             cross_targets,
+            tun: None,
         })
     }
+}
+
+/// The emulator's configuration for `sc` on `spec`, logging into `dir`:
+/// route (class) `i` is flow `i`, then one per cross source.
+fn emu_config(
+    spec: LinkSpec,
+    sc: &Scenario,
+    cfg: &RunConfig,
+    dir: &Path,
+    routes: Vec<Route>,
+) -> EmuConfig {
+    let mut ec = EmuConfig::new(spec, routes);
+    ec.log_dir = Some(dir.to_path_buf());
+    ec.per_packet_log = cfg.per_packet_log;
+    ec.class_weights = sc.class_weights();
+    if sc.has_paths() {
+        let topo = sc.topology();
+        ec.topology = Some((topo.with_seed(ec.link.seed), sc.routes()));
+    }
+    ec
 }
 
 /// An emulator route to `target`, listening on a free local port.
@@ -168,8 +230,8 @@ impl RepLink {
     /// or (netem) the server itself.
     pub(super) fn addr_of(&self, servers: &[Server], i: usize) -> SocketAddr {
         match &self.emu {
-            Some(e) => e.listen_addrs()[i],
-            None => servers[i].addr,
+            Some(e) if self.tun.is_none() => e.listen_addrs()[i],
+            _ => servers[i].addr,
         }
     }
 
@@ -183,7 +245,8 @@ impl RepLink {
         t0: Instant,
     ) -> Result<Vec<Cross>, RunError> {
         let mut crosses = Vec::new();
-        if let Some(e) = &self.emu {
+        // IP mode has none (refused by `run::check_emu_mode`).
+        if let (Some(e), None) = (&self.emu, &self.tun) {
             let rep_cross = sc.rep_cross(seed);
             let targets = std::mem::take(&mut self.cross_targets);
             for (i, (c, t)) in rep_cross.iter().zip(targets).enumerate() {
@@ -194,12 +257,17 @@ impl RepLink {
     }
 
     /// Stops the link (the emulator, or netem's sampler and then its
-    /// namespaces); the emulator's report, if it ran.
+    /// namespaces; in IP mode the emulator, then its namespaces, with
+    /// `emu-ip.json` written); the emulator's report, if it ran.
     pub(super) fn stop(self) -> Result<Option<EmuReport>, RunError> {
         let emu_report = match self.emu {
             Some(e) => Some(e.stop()?),
             None => None,
         };
+        if let (Some((t, file)), Some(r)) = (&self.tun, &emu_report) {
+            write_ip_record(file, t, r)?;
+        }
+        drop(self.tun);
         if let Some(s) = self.sampler {
             s.stop()?;
         }
@@ -207,6 +275,28 @@ impl RepLink {
         drop(self.paths);
         Ok(emu_report)
     }
+}
+
+/// `emu-ip.json`: where IP mode's endpoints were and what it saw besides
+/// the link's counters ([`crate::emu::IpStats`]).
+fn write_ip_record(file: &Path, t: &TunNet, r: &EmuReport) -> Result<(), RunError> {
+    let record = serde_json::json!({
+        "mode": EmuMode::Ip.as_str(),
+        "client_ns": t.client_ns,
+        "server_ns": t.server_ns,
+        "client_ip": tun::CLIENT_IP.to_string(),
+        "server_ips": (0..t.routes).map(|i| tun::server_ip(i).to_string()).collect::<Vec<_>>(),
+        "uncharged_bytes_per_packet": crate::emu::tunnel::UNCHARGED_BYTES,
+        "flows_seen": r.flows,
+        "cpu_s": r.cpu_s,
+        "duration_s": r.duration_s,
+        "lateness": r.lateness,
+        "send_errors": r.send_errors,
+        "ip": r.ip,
+    });
+    let text = serde_json::to_string_pretty(&record).map_err(std::io::Error::from)?;
+    std::fs::write(file, text + "\n")?;
+    Ok(())
 }
 
 /// Stops cross-traffic sources; bytes sent and received by each.

@@ -21,6 +21,7 @@ pub fn sim_config(out: &Path, qlog_level: quic_app::QlogLevel) -> RunConfig {
         per_packet_log: true,
         threads: 0,
         qlog_level,
+        emu_mode: harness::emu::EmuMode::Relay,
     }
 }
 

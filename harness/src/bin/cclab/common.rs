@@ -132,6 +132,36 @@ pub fn resolve_scenario_backend(sc: &harness::scenario::Scenario) -> Backend {
     backend
 }
 
+/// `--emu-mode` (relay when not given), checked against the run: a mode
+/// is for the emulator only, and IP mode needs root, `/dev/net/tun` and
+/// no cross traffic; anything else is bad input naming what is missing.
+pub fn emu_mode(
+    given: Option<&str>,
+    sc: &harness::scenario::Scenario,
+    backend: Backend,
+) -> harness::emu::EmuMode {
+    use harness::emu::EmuMode;
+    let Some(s) = given else {
+        return EmuMode::Relay;
+    };
+    let mode = EmuMode::parse(s).unwrap_or_else(|| {
+        bad_input(format!(
+            "--emu-mode: `{s}` is not one of {}",
+            EmuMode::NAMES
+        ))
+    });
+    if backend != Backend::Emu {
+        bad_input(format!(
+            "--emu-mode {s}: the mode of the userspace emulator, but this run is on {} (add --link emu)",
+            backend.as_str()
+        ));
+    }
+    if let Err(e) = harness::run::check_emu_mode(sc, backend, mode) {
+        bad_input(e);
+    }
+    mode
+}
+
 /// `results/NAME-TIME`.
 pub fn default_out(name: &str) -> PathBuf {
     let t = harness::run::now_rfc3339().replace([':', '-'], "");

@@ -134,6 +134,7 @@ fn run_alg(
         threads: 0,
         qlog_level: quic_app::QlogLevel::Core,
         per_packet_log: false,
+        emu_mode: harness::emu::EmuMode::Relay,
     };
     match harness::run::run(&sc, &cfg) {
         Ok(s) => {

@@ -9,7 +9,8 @@ use harness::run::{RunConfig, RunError, RunSummary};
 use harness::scenario::Scenario;
 
 use crate::common::{
-    bad_input, bin_dir, default_out, qlog_level, resolve_scenario_backend, stop_flag, QLOG_DEFAULT,
+    bad_input, bin_dir, default_out, emu_mode, qlog_level, resolve_scenario_backend, stop_flag,
+    QLOG_DEFAULT,
 };
 
 #[derive(clap::Args)]
@@ -33,6 +34,13 @@ pub struct RunArgs {
     repetitions: Option<u32>,
     #[command(flatten)]
     link: LinkArgs,
+    /// How packets reach the userspace emulator (--link emu): relay (the
+    /// default: a UDP relay on loopback, no root, UDP only) or ip (the
+    /// endpoints in two network namespaces joined by TUN devices, so any
+    /// IPv4 traffic, TCP too, crosses the link; needs root and
+    /// /dev/net/tun).
+    #[arg(long, value_name = "MODE")]
+    emu_mode: Option<String>,
     /// Skip emu's per-packet log (samples are still written).
     #[arg(long)]
     no_packet_log: bool,
@@ -80,6 +88,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     let sc = build_scenario(&a);
     let backend = resolve_scenario_backend(&sc);
+    let emu_mode = emu_mode(a.emu_mode.as_deref(), &sc, backend);
     let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));
     refuse_complete(&out);
     let stop = stop_flag()?;
@@ -92,6 +101,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         threads: 0,
         qlog_level: qlog_level(&a.qlog_level),
         per_packet_log: !a.no_packet_log,
+        emu_mode,
     };
     match harness::run::run(&sc, &cfg) {
         Ok(s) => {

@@ -72,6 +72,7 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
         threads: if jobs > 1 { 1 } else { 0 },
         qlog_level: qlog_level(&a.qlog_level),
         per_packet_log: !a.no_packet_log,
+        emu_mode: harness::emu::EmuMode::Relay,
     };
     if !a.quiet {
         eprintln!(

@@ -234,6 +234,7 @@ pub fn tune(a: TuneArgs) -> anyhow::Result<i32> {
             threads: 0,
             qlog_level: quic_app::QlogLevel::Metrics,
             per_packet_log: true,
+            emu_mode: harness::emu::EmuMode::Relay,
         },
         jobs,
         shard,

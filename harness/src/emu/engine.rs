@@ -1,0 +1,222 @@
+//! What both ways of feeding the emulator share ([`super::relay`], UDP
+//! sockets; [`super::tunnel`], TUN devices): the links and their logs on
+//! the emulator's clock, the samples, the lateness of hand-offs, and the
+//! sleep until the next event (`ppoll` with a 1 ns timer slack, the last
+//! 20 µs spinning).
+
+use std::sync::Mutex;
+
+use super::config::{EmuConfig, EmuError, EmuReport, Lateness, Snapshot};
+use super::packet::Packet;
+use super::pipeline::Sampler;
+use super::{monotonic_ns, thread_cpu_ns};
+use crate::bottleneck::{packet_log_header, LinkLogs};
+use crate::link::Dir;
+use link_model::topology::{Network, Topology};
+
+const SPIN_NS: u64 = 20_000;
+const MAX_SLEEP_NS: u64 = 10_000_000;
+
+/// A histogram of hand-off lateness in 1 µs buckets up to 100 ms.
+struct LateHist {
+    buckets: Vec<u64>,
+    max: u64,
+}
+
+impl LateHist {
+    fn add(&mut self, ns: u64) {
+        let i = ((ns / 1000) as usize).min(self.buckets.len() - 1);
+        self.buckets[i] += 1;
+        self.max = self.max.max(ns);
+    }
+    fn quantile(&self, q: f64) -> f64 {
+        let total: u64 = self.buckets.iter().sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let want = (q * total as f64).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        for (i, c) in self.buckets.iter().enumerate() {
+            acc += c;
+            if acc >= want {
+                return i as f64 + 0.5;
+            }
+        }
+        self.buckets.len() as f64
+    }
+}
+
+/// Ns on `CLOCK_MONOTONIC` since `start`.
+pub(super) fn since(start: u64) -> u64 {
+    monotonic_ns().saturating_sub(start)
+}
+
+/// The topology the emulator runs: the configured one, or its one link.
+pub(super) fn topology(cfg: &EmuConfig) -> Topology {
+    match &cfg.topology {
+        Some((t, _)) => t.clone(),
+        None => Topology::single(cfg.link.clone()),
+    }
+}
+
+/// Every link's files under `cfg.log_dir` (none without one), their
+/// headers naming the emulator's start on both clocks.
+pub(super) fn create_logs(
+    cfg: &EmuConfig,
+    topo: &Topology,
+    start_unix: u64,
+    start_mono: u64,
+) -> Result<LinkLogs, EmuError> {
+    Ok(match &cfg.log_dir {
+        Some(dir) => LinkLogs::create(dir, topo, |i| {
+            cfg.per_packet_log
+                .then(|| packet_log_header("emu", start_unix, start_mono, &topo.links[i].spec))
+        })?,
+        None => LinkLogs::none(),
+    })
+}
+
+/// The links on the emulator's clock, their logs and samples.
+pub(super) struct LinkCore {
+    /// `CLOCK_MONOTONIC` at time 0 of the link.
+    pub start_mono: u64,
+    /// Every link's files.
+    pub logs: LinkLogs,
+    /// Every link and the way each route crosses them.
+    pub net: Network,
+    /// Packets that reached the end of their route, from [`LinkCore::advance`].
+    pub out: Vec<(u64, Dir, Packet)>,
+    samplers: Vec<Sampler>,
+    late: LateHist,
+    sink_err: Option<EmuError>,
+    cpu0: u64,
+}
+
+impl LinkCore {
+    /// The links of `topo` as `cfg` describes them, time 0 at `start_mono`.
+    pub fn new(cfg: &EmuConfig, topo: &Topology, logs: LinkLogs, start_mono: u64) -> LinkCore {
+        let paths = cfg.topology.as_ref().map_or(&[][..], |(_, p)| &p[..]);
+        LinkCore {
+            net: Network::new(topo, paths, cfg.mtu, &cfg.class_weights),
+            samplers: topo
+                .links
+                .iter()
+                .map(|_| Sampler::new(cfg.sample_interval.as_nanos() as u64))
+                .collect(),
+            start_mono,
+            logs,
+            out: Vec::new(),
+            late: LateHist {
+                buckets: vec![0; 100_000],
+                max: 0,
+            },
+            sink_err: None,
+            cpu0: thread_cpu_ns(),
+        }
+    }
+
+    /// Ns since time 0.
+    pub fn now(&self) -> u64 {
+        since(self.start_mono)
+    }
+
+    /// Runs the links up to `t`; what they deliver is in [`LinkCore::out`].
+    pub fn advance(&mut self, t: u64) {
+        self.net.advance(t, &mut self.logs, &mut self.out);
+    }
+
+    /// A packet enters its route going `d` at `t`.
+    pub fn push(&mut self, d: Dir, pkt: Packet, t: u64) {
+        self.net.push(d, pkt, t, &mut self.logs);
+    }
+
+    /// One packet was handed on now; it was due at `due`.
+    pub fn handed_off(&mut self, due: u64) {
+        let now = self.now();
+        self.late.add(now.saturating_sub(due));
+    }
+
+    /// Samples every link when a sample is due at `t`, into its samples
+    /// file and the snapshot progress displays read (`flows` seen so far);
+    /// true when it sampled.
+    pub fn sample(&mut self, t: u64, flows: usize, snapshot: &Mutex<Snapshot>) -> bool {
+        if t < self.samplers[0].next_due() {
+            return false;
+        }
+        for (i, sampler) in self.samplers.iter_mut().enumerate() {
+            for s in sampler.take(t, &self.net.links[i].dirs) {
+                if let Err(e) = self.logs.sample(i, &s) {
+                    self.sink_err.get_or_insert(EmuError::Log {
+                        path: "bottleneck-samples.jsonl".into(),
+                        source: e,
+                    });
+                }
+            }
+        }
+        let snap = Snapshot {
+            t_s: t as f64 / 1e9,
+            flows,
+            up: self.net.first()[0].counters.clone(),
+            down: self.net.first()[1].counters.clone(),
+        };
+        if let Ok(mut s) = snapshot.lock() {
+            *s = snap;
+        }
+        true
+    }
+
+    /// Sleeps until the links' next event, the next sample or one of
+    /// `pollfds` is readable (at most 10 ms; the last 20 µs spinning);
+    /// `ppoll`'s result.
+    pub fn wait(&self, pollfds: &mut [libc::pollfd]) -> libc::c_int {
+        let t = self.now();
+        let next = self
+            .net
+            .next_event()
+            .unwrap_or(u64::MAX)
+            .min(self.samplers[0].next_due())
+            .min(t + MAX_SLEEP_NS);
+        let wait = next.saturating_sub(t);
+        let sleep = wait.saturating_sub(SPIN_NS);
+        let ts = libc::timespec {
+            tv_sec: (sleep / 1_000_000_000) as libc::time_t,
+            tv_nsec: (sleep % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: pollfds is a valid array of initialised pollfd structs.
+        unsafe {
+            libc::ppoll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        }
+    }
+
+    /// What the emulator did (`flows` seen, datagrams it could not send),
+    /// its logs finished.
+    pub fn finish(self, flows: usize, send_errors: u64) -> Result<EmuReport, EmuError> {
+        let end = self.now();
+        let mut report = EmuReport {
+            duration_s: end as f64 / 1e9,
+            cpu_s: thread_cpu_ns().saturating_sub(self.cpu0) as f64 / 1e9,
+            flows,
+            up: self.net.first()[0].counters.clone(),
+            down: self.net.first()[1].counters.clone(),
+            links: self.net.counters(),
+            lateness: Lateness {
+                p50_us: self.late.quantile(0.5),
+                p99_us: self.late.quantile(0.99),
+                max_us: self.late.max as f64 / 1000.0,
+            },
+            send_errors,
+            log_records: 0,
+            ip: None,
+        };
+        report.log_records = self.logs.finish()?;
+        if let Some(e) = self.sink_err {
+            return Err(e);
+        }
+        Ok(report)
+    }
+}
