@@ -142,6 +142,16 @@ pub fn emu_mode(
 ) -> harness::emu::EmuMode {
     use harness::emu::EmuMode;
     let Some(s) = given else {
+        // Linux TCP flows cannot cross the UDP relay: IP mode, or a clear
+        // error saying what it needs.
+        if backend == Backend::Emu && sc.flows.iter().any(|f| f.tcp_cc().is_some()) {
+            if let Err(e) = harness::run::check_emu_mode(sc, backend, EmuMode::Ip) {
+                bad_input(format!(
+                    "this scenario has Linux TCP flows, which only the emulator's IP mode carries: {e}"
+                ));
+            }
+            return EmuMode::Ip;
+        }
         return EmuMode::Relay;
     };
     let mode = EmuMode::parse(s).unwrap_or_else(|| {
