@@ -44,11 +44,19 @@
 //!   15.1 MB.
 //! - ACK handling while application-limited: `reno` ignores ACKs that
 //!   arrive while quiche's `app_limited` flag is set (the last packet sent
-//!   left room in the window); a paced sender leaves room after nearly
-//!   every packet, so this reads the delivery-rate sample's flag instead
-//!   (see `NewReno::app_limited`). Unpaced, NewReno with `reno`'s rule
-//!   moved exactly the same bytes as without it in that dumbbell (its
-//!   five-flow form, with `mimd`): the rule never fired.
+//!   left room in the window; quiche clears it again whenever `send` stops,
+//!   for a full window or for want of data); a paced sender leaves room
+//!   after nearly every packet, so NewReno reads the delivery-rate
+//!   sample's flag instead, except when its own last packet filled the
+//!   window (see `NewReno::window_underused`). Unpaced, NewReno with
+//!   `reno`'s rule moved exactly the same bytes as without it in that
+//!   dumbbell (its five-flow form, with `mimd`): the rule never fired.
+//!   Without the exception, an event loop that read two ACKs before the
+//!   application wrote again stopped NewReno's growth for a round trip:
+//!   in `tests/quiche_pair.rs`, waking every 2 ms, its mean window was
+//!   7.4% off `reno`'s (now 0.0%), and when that test ran in real time,
+//!   3 of 27 runs took a slow start a round trip longer and lost about
+//!   145 packets against 54.
 //!
 //! This module also holds [`Tahoe`], NewReno without fast recovery.
 
@@ -118,6 +126,10 @@ pub struct NewReno {
     recovery_start: Option<Instant>,
     /// Whether no packet sent after `recovery_start` was acknowledged yet.
     pub(crate) recovering: bool,
+    /// Whether the last packet sent left no room in the window for another
+    /// full-size datagram: the sender was limited by the window, not by the
+    /// application ([`note_sent`](Self::note_sent)).
+    window_full: bool,
 }
 
 impl NewReno {
@@ -131,6 +143,7 @@ impl NewReno {
             bytes_acked_ca: 0,
             recovery_start: None,
             recovering: false,
+            window_full: false,
         }
     }
 
@@ -142,14 +155,43 @@ impl NewReno {
         self.recovery_start.is_some_and(|start| time_sent <= start)
     }
 
-    /// RFC 9002 7.8: whether this ACK found the sender application-limited,
-    /// so it must not grow the window. This is the delivery-rate sample's
-    /// flag (the application had nothing to send), not `ack.app_limited`,
-    /// which quiche sets whenever a packet leaves below the window: every
-    /// packet of a paced sender, and plugins are paced. Every algorithm
-    /// here asks this one function.
+    /// Whether this ACK's delivery-rate sample was taken while the
+    /// application had nothing to send. Not `ack.app_limited`, which quiche
+    /// sets whenever a packet leaves below the window: every packet of a
+    /// paced sender, and plugins are paced. [`window_underused`](Self::window_underused),
+    /// which the growth functions below ask, is RFC 9002 7.8's rule built
+    /// on it.
     pub(crate) fn app_limited(ack: &AckEvent) -> bool {
         ack.delivery_rate_app_limited
+    }
+
+    /// RFC 9002 7.8: whether the window was underused when this ACK came,
+    /// so the ACK must not grow it: the delivery-rate sample is
+    /// application-limited ([`app_limited`](Self::app_limited)) and the
+    /// last packet sent left room for another datagram. A sender whose
+    /// last packet filled the window was limited by the window, whatever
+    /// the sample says.
+    ///
+    /// The sample alone is wrong whenever an event loop reads two ACKs
+    /// before the application writes again (a loop that drains its socket
+    /// before writing, or one that got the CPU late): quiche lets the
+    /// application queue no more than the room left in the window, so the
+    /// first ACK opens room the queue cannot fill yet, and quiche marks the
+    /// second one application-limited. The mark then stays on every packet
+    /// sent in the next round trip, window-limited or not, and the sample
+    /// alone would stop the window's growth for that round trip, in slow
+    /// start too, where quiche's built-in Reno grows on.
+    pub(crate) fn window_underused(&self, ack: &AckEvent) -> bool {
+        Self::app_limited(ack) && !self.window_full
+    }
+
+    /// Records whether `pkt` left the window without room for another
+    /// full-size datagram; for [`window_underused`](Self::window_underused).
+    /// Controllers that keep a [`NewReno`] pass their `on_packet_sent` on
+    /// to it; without it, the sample alone decides.
+    pub(crate) fn note_sent(&mut self, pkt: &SentPacket) {
+        let cwnd = self.cwnd.max(Self::min_window_of(self.mss));
+        self.window_full = pkt.bytes_in_flight + pkt.size + self.mss > cwnd;
     }
 
     /// Slow start and congestion avoidance for one ACK (RFC 9002 B.5).
@@ -161,7 +203,7 @@ impl NewReno {
     /// instead of ssthresh (EWPHCC's normal phase slow-starts whatever
     /// ssthresh is).
     pub(crate) fn grow_up_to(&mut self, ack: &AckEvent, slow_start_limit: usize) {
-        if Self::app_limited(ack) {
+        if self.window_underused(ack) {
             if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
                 self.recovering = false;
             }
@@ -191,7 +233,7 @@ impl NewReno {
     /// (nothing while app-limited). The fraction of a byte not yet added is
     /// carried in `pending`.
     pub(crate) fn grow_per_rtt(&mut self, ack: &AckEvent, per_rtt: f64, pending: &mut f64) {
-        if Self::app_limited(ack) {
+        if self.window_underused(ack) {
             return;
         }
         let fresh: usize = ack
@@ -222,7 +264,9 @@ impl NewReno {
 }
 
 impl CongestionController for NewReno {
-    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.note_sent(pkt);
+    }
 
     fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
         self.grow(ack);
@@ -326,7 +370,9 @@ impl Tahoe {
 }
 
 impl CongestionController for Tahoe {
-    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        self.reno.on_packet_sent(pkt, now);
+    }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         self.reno.on_ack(ack, now);
@@ -368,6 +414,31 @@ mod tests {
         let mut d = Driver::new(NewReno::new(&crate::testing::config()));
         d.send_and_ack(5, true);
         assert_eq!(d.cc.congestion_window(), 10 * 1200);
+    }
+
+    /// quiche marks the delivery-rate sample application-limited when an
+    /// event loop reads a second ACK before the application could fill
+    /// the room the first one opened. A sender whose last packet filled the
+    /// window grows on such ACKs; one that left room does not.
+    #[test]
+    fn app_limited_samples_grow_a_window_the_last_packet_filled() {
+        fn check<C: CongestionController>(cc: C) {
+            let mss = crate::testing::MSS;
+            let mut d = Driver::new(cc);
+            // The 10th packet fills the 10-packet window.
+            d.send(10, mss, false);
+            d.ack(5, true);
+            assert_eq!(d.cc.congestion_window(), 15 * mss);
+            // Read before anything more was sent.
+            d.ack(5, true);
+            assert_eq!(d.cc.congestion_window(), 20 * mss);
+            // 5 packets leave room for 15 more: the window is underused.
+            d.send(5, mss, false);
+            d.ack(5, true);
+            assert_eq!(d.cc.congestion_window(), 20 * mss);
+        }
+        check(NewReno::new(&crate::testing::config()));
+        check(Tahoe::new(&crate::testing::config()));
     }
 
     #[test]

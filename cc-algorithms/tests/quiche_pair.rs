@@ -1,5 +1,5 @@
 //! Plugins inside real quiche connections: a client and a server in one
-//! process over an emulated bottleneck.
+//! process over an emulated bottleneck, in virtual time (see `common`).
 
 mod common;
 
@@ -11,14 +11,6 @@ use cc_algorithms::newreno::NewRenoConfig;
 use cc_algorithms::vegas::{Vegas, VegasConfig};
 use common::{run, PathSpec};
 use quiche::cc::*;
-
-/// These tests run in real time against the wall clock; run them one at a
-/// time so they do not compete for the CPU (and skew each other's timing).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A controller with a constant window.
 #[derive(Debug)]
@@ -51,7 +43,6 @@ impl CongestionControllerFactory for FixedFactory {
 
 #[test]
 fn sender_is_limited_by_the_plugin_window() {
-    let _serial = serial();
     let window = 10 * 1350;
     let spec = PathSpec {
         rate_bps: 200e6,
@@ -163,7 +154,6 @@ impl CongestionControllerFactory for RecordingFactory {
 
 #[test]
 fn persistent_congestion_and_pto_reach_the_plugin_and_qlog_has_losses_and_metrics() {
-    let _serial = serial();
     let counts = Arc::new(CountsHandle::default());
     let spec = PathSpec {
         one_way_delay: Duration::from_millis(10),
@@ -229,10 +219,26 @@ fn mean_cwnd(samples: &[(f64, usize)], until: f64) -> f64 {
     s.iter().sum::<f64>() / s.len().max(1) as f64
 }
 
+/// The NewReno plugin and quiche's built-in Reno implement the same RFC
+/// 9002 Appendix B, so on the same path they keep the same window.
+///
+/// Each run is deterministic (`common`), so one run per algorithm is the
+/// comparison, with no allowance for noise: the two mean windows came out
+/// the same (0.0% apart) in both timings below. 2% leaves room for harmless
+/// rounding and still fails both divergences this test has met: NewReno
+/// reading quiche's delivery-rate flag alone as "application-limited" was
+/// 7.4% off waking every 2 ms (its growth stopped for a round trip after
+/// two ACKs were read at once), and its byte counter starting at zero after
+/// a reduction (before commit a62a18c) 5.0% off waking at every event.
+///
+/// In real time, before the runs were deterministic, this compared two
+/// single runs within 10% and failed now and then: which ACKs a pass of
+/// the loop read together depended on the machine's load, and a packet
+/// sent just after the slow-start exit met a full queue in some runs and
+/// not others, moving the mean window by 9% or more for either algorithm.
 #[test]
 fn newreno_plugin_matches_builtin_reno() {
-    let _serial = serial();
-    let spec = PathSpec {
+    let path = PathSpec {
         rate_bps: 20e6,
         one_way_delay: Duration::from_millis(20),
         queue_bytes: 50_000,
@@ -240,34 +246,50 @@ fn newreno_plugin_matches_builtin_reno() {
         bytes: 4_000_000,
         ..Default::default()
     };
-    // Built-in Reno does not pace in quiche 0.30; compare the algorithms
-    // with the same (no) pacing.
-    let plugin = run(&spec, |c| {
-        c.set_cc_factory(Arc::new(NewRenoConfig::default()));
-        c.enable_pacing(false);
-    });
-    let builtin = run(&spec, |c| {
-        c.set_cc_algorithm(quiche::CongestionControlAlgorithm::Reno);
-        // RFC 9002 NewReno has no HyStart++.
-        c.enable_hystart(false);
-    });
-    assert!(plugin.complete && builtin.complete);
-    assert_eq!(plugin.received, builtin.received);
-    let until = plugin.elapsed.min(builtin.elapsed).as_secs_f64();
-    let (p, b) = (
-        mean_cwnd(&plugin.cwnd, until),
-        mean_cwnd(&builtin.cwnd, until),
-    );
-    let diff = (p - b).abs() / b;
-    eprintln!(
-        "parity: plugin newreno mean cwnd {p:.0} B in {:.3} s ({} lost), built-in reno {b:.0} B in {:.3} s ({} lost): {:.1}% apart",
-        plugin.elapsed.as_secs_f64(),
-        plugin.server_lost,
-        builtin.elapsed.as_secs_f64(),
-        builtin.server_lost,
-        diff * 100.0
-    );
-    assert!(diff < 0.10, "mean cwnd differs by {:.1}%", diff * 100.0);
+    // Waking at every arrival and timer, and on a 2 ms timer as a loop
+    // under load may, reading two or three ACKs before the application
+    // writes again (they come about 1 ms apart in slow start).
+    for (timing, wake_every) in [
+        ("every event", None),
+        ("every 2 ms", Some(Duration::from_millis(2))),
+    ] {
+        let spec = PathSpec {
+            wake_every,
+            ..path.clone()
+        };
+        // Built-in Reno does not pace in quiche 0.30; compare the algorithms
+        // with the same (no) pacing.
+        let plugin = run(&spec, |c| {
+            c.set_cc_factory(Arc::new(NewRenoConfig::default()));
+            c.enable_pacing(false);
+        });
+        let builtin = run(&spec, |c| {
+            c.set_cc_algorithm(quiche::CongestionControlAlgorithm::Reno);
+            // RFC 9002 NewReno has no HyStart++.
+            c.enable_hystart(false);
+        });
+        assert!(plugin.complete && builtin.complete, "{timing}");
+        assert_eq!(plugin.received, builtin.received);
+        let until = plugin.elapsed.min(builtin.elapsed).as_secs_f64();
+        let (p, b) = (
+            mean_cwnd(&plugin.cwnd, until),
+            mean_cwnd(&builtin.cwnd, until),
+        );
+        let diff = (p - b).abs() / b;
+        eprintln!(
+            "parity, waking {timing}: plugin newreno mean cwnd {p:.0} B in {:.3} s ({} lost), built-in reno {b:.0} B in {:.3} s ({} lost): {:.1}% apart",
+            plugin.elapsed.as_secs_f64(),
+            plugin.server_lost,
+            builtin.elapsed.as_secs_f64(),
+            builtin.server_lost,
+            diff * 100.0
+        );
+        assert!(
+            diff < 0.02,
+            "{timing}: mean cwnd differs by {:.1}%",
+            diff * 100.0
+        );
+    }
 }
 
 /// The server's congestion windows in the order quiche logged them
@@ -283,7 +305,6 @@ fn qlog_cwnds(qlog: &str) -> Vec<u64> {
 
 #[test]
 fn builtin_cubic_beta_sets_the_window_reduction() {
-    let _serial = serial();
     // Slow start (no HyStart++) overshoots the 60 kB queue; the first
     // window reduction is the loss that ends it, to beta x cwnd.
     let spec = PathSpec {
