@@ -153,7 +153,9 @@ impl Binomial {
 }
 
 impl CongestionController for Binomial {
-    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.reno.note_sent(pkt);
+    }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         if self.reno.cwnd < self.reno.ssthresh {

@@ -93,7 +93,9 @@ impl BrTcp {
 }
 
 impl CongestionController for BrTcp {
-    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.reno.note_sent(pkt);
+    }
 
     fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
         if let Some(m) = ack.rtt.min_rtt {

@@ -249,6 +249,7 @@ impl Dcm {
 impl CongestionController for Dcm {
     fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
+        self.reno.note_sent(pkt);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
@@ -272,7 +273,7 @@ impl CongestionController for Dcm {
             }
             self.rtt_old = Some(srtt);
         }
-        if NewReno::app_limited(ack) {
+        if self.reno.window_underused(ack) {
             return;
         }
         let fresh = ack

@@ -316,6 +316,7 @@ impl Ewphcc {
 impl CongestionController for Ewphcc {
     fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
+        self.reno.note_sent(pkt);
         self.round_sent += 1;
     }
 

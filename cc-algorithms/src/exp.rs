@@ -214,7 +214,9 @@ impl Exp {
 }
 
 impl CongestionController for Exp {
-    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.reno.note_sent(pkt);
+    }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         if !self.exponential || self.reno.cwnd < self.reno.ssthresh {

@@ -435,6 +435,7 @@ impl Vegas {
 impl CongestionController for Vegas {
     fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
+        self.reno.note_sent(pkt);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {

@@ -106,7 +106,9 @@ impl Westwood {
 }
 
 impl CongestionController for Westwood {
-    fn on_packet_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.reno.note_sent(pkt);
+    }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         if let Some(sample) = ack.rtt_sample {
