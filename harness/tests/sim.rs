@@ -366,6 +366,17 @@ fn ack_policy_and_small_packets_are_honoured() {
     let four = run("delayed:packets=4,max_delay=25ms", "avoid");
     let apd = num(&four, "acks_per_data_packet");
     assert!((0.22..0.3).contains(&apd), "{four}");
+    // About 4 and 16 ACKs per round trip: at 20 Mbit/s and a 40-80 ms
+    // RTT, 80-150 data packets per round trip, so one ACK per 20-40 data
+    // packets, and four times as many at 16.
+    let per_rtt = num(&run("per-rtt", "avoid"), "acks_per_data_packet");
+    assert!((0.02..0.06).contains(&per_rtt), "per-rtt: {per_rtt}");
+    let sixteen = num(&run("per-rtt:ratio=16", "avoid"), "acks_per_data_packet");
+    assert!(
+        (0.08..0.2).contains(&sixteen),
+        "per-rtt:ratio=16: {sixteen}"
+    );
+    assert!(sixteen > 2.5 * per_rtt, "{sixteen} vs {per_rtt}");
     // A bad value is refused naming the field and the forms.
     let e = refused("name = \"t\"\n[[flows]]\ncc = \"cubic\"\nack_policy = \"sometimes\"\n");
     assert!(

@@ -24,7 +24,25 @@ pub enum AckPolicy {
         /// transport parameter this end advertises.
         max_delay_ms: u64,
     },
+    /// About `ratio` ACKs per round trip, as neqo (4 by default) and
+    /// picoquic ask of their peers: an ACK once the ack-eliciting packets
+    /// since the last reach those of the last round trip divided by
+    /// `ratio` (2 to 256), or a round trip divided by `ratio` after the
+    /// first (1 ms to `max_delay_ms`), and at once on a gap. Decided by
+    /// the receiver from its smoothed RTT (quiche has no ACK_FREQUENCY
+    /// frame for the sender to ask with). `per-rtt` is 4 per round trip,
+    /// at most 25 ms.
+    PerRtt {
+        /// ACKs per round trip.
+        ratio: u64,
+        /// The longest an ACK waits, ms; also the advertised
+        /// `max_ack_delay`.
+        max_delay_ms: u64,
+    },
 }
+
+/// The most ACKs per round trip [`AckPolicy::PerRtt`] may ask for.
+pub const MAX_ACK_RATIO: u64 = 100;
 
 /// The most ack-eliciting packets [`AckPolicy::Delayed`] may wait for.
 pub const MAX_ACK_PACKETS: u64 = 1000;
@@ -34,7 +52,7 @@ pub const MAX_ACK_PACKETS: u64 = 1000;
 pub const MAX_ACK_DELAY_MS: u64 = 1000;
 
 /// The forms [`AckPolicy::parse`] accepts, for error messages.
-pub const ACK_POLICY_FORMS: &str = "immediate, rfc9000 (an ACK every 2 ack-eliciting packets or after 25 ms), or delayed:packets=N,max_delay=Dms (N from 1 to 1000, D from 1 to 1000)";
+pub const ACK_POLICY_FORMS: &str = "immediate, rfc9000 (an ACK every 2 ack-eliciting packets or after 25 ms), delayed:packets=N,max_delay=Dms (N from 1 to 1000, D from 1 to 1000), or per-rtt:ratio=R,max_delay=Dms (about R ACKs per round trip, R from 1 to 100, default 4; D as for delayed, default 25)";
 
 impl AckPolicy {
     /// RFC 9000 §13.2.2's recommendation with quiche's default
@@ -53,17 +71,30 @@ impl AckPolicy {
             "rfc9000" => return Ok(AckPolicy::RFC9000),
             _ => {}
         }
-        let Some(rest) = s.trim().strip_prefix("delayed") else {
+        let t = s.trim();
+        let (per_rtt, rest) = if let Some(rest) = t.strip_prefix("per-rtt") {
+            (true, rest)
+        } else if let Some(rest) = t.strip_prefix("delayed") {
+            (false, rest)
+        } else {
             return bad("not an ACK policy".into());
         };
-        let (mut packets, mut max_delay_ms) = (2, 25);
+        let (mut packets, mut max_delay_ms, mut ratio) = (2, 25, 4);
         let rest = rest.strip_prefix(':').unwrap_or(rest);
         for kv in rest.split(',').filter(|kv| !kv.trim().is_empty()) {
             let Some((k, v)) = kv.split_once('=') else {
                 return bad(format!("`{kv}` is not KEY=VALUE"));
             };
             match k.trim() {
-                "packets" => match v.trim().parse::<u64>() {
+                "ratio" if per_rtt => match v.trim().parse::<u64>() {
+                    Ok(n) if (1..=MAX_ACK_RATIO).contains(&n) => ratio = n,
+                    _ => {
+                        return bad(format!(
+                            "ratio `{v}` is not a whole number from 1 to {MAX_ACK_RATIO}"
+                        ))
+                    }
+                },
+                "packets" if !per_rtt => match v.trim().parse::<u64>() {
                     Ok(n) if (1..=MAX_ACK_PACKETS).contains(&n) => packets = n,
                     _ => {
                         return bad(format!(
@@ -81,12 +112,26 @@ impl AckPolicy {
                         _ => return bad(format!("max_delay `{v}` is not whole milliseconds from 1ms to {MAX_ACK_DELAY_MS}ms")),
                     }
                 }
-                other => return bad(format!("unknown key `{other}` (packets, max_delay)")),
+                other => {
+                    let keys = if per_rtt {
+                        "ratio, max_delay"
+                    } else {
+                        "packets, max_delay"
+                    };
+                    return bad(format!("unknown key `{other}` ({keys})"));
+                }
             }
         }
-        Ok(AckPolicy::Delayed {
-            packets,
-            max_delay_ms,
+        Ok(if per_rtt {
+            AckPolicy::PerRtt {
+                ratio,
+                max_delay_ms,
+            }
+        } else {
+            AckPolicy::Delayed {
+                packets,
+                max_delay_ms,
+            }
         })
     }
 }
@@ -100,6 +145,10 @@ impl fmt::Display for AckPolicy {
                 packets,
                 max_delay_ms,
             } => write!(f, "delayed:packets={packets},max_delay={max_delay_ms}ms"),
+            AckPolicy::PerRtt {
+                ratio,
+                max_delay_ms,
+            } => write!(f, "per-rtt:ratio={ratio},max_delay={max_delay_ms}ms"),
         }
     }
 }
@@ -213,8 +262,19 @@ impl Transport {
                     max_delay: Duration::from_millis(max_delay_ms),
                 }
             }
+            AckPolicy::PerRtt {
+                ratio,
+                max_delay_ms,
+            } => {
+                c.set_max_ack_delay(max_delay_ms);
+                quiche::AckPolicy::PerRtt {
+                    ratio,
+                    max_delay: Duration::from_millis(max_delay_ms),
+                }
+            }
         };
-        // Refused only for zero packets, which `parse` never makes.
+        // Refused only for zero packets or a zero ratio, which `parse`
+        // never makes.
         c.set_ack_policy(policy)
             .expect("an ACK policy of at least one packet");
         c.set_avoid_small_packets(self.small_packets == SmallPackets::Avoid);
@@ -239,6 +299,20 @@ mod tests {
                     max_delay_ms: 40,
                 },
             ),
+            (
+                "per-rtt",
+                AckPolicy::PerRtt {
+                    ratio: 4,
+                    max_delay_ms: 25,
+                },
+            ),
+            (
+                "per-rtt:ratio=8,max_delay=10ms",
+                AckPolicy::PerRtt {
+                    ratio: 8,
+                    max_delay_ms: 10,
+                },
+            ),
         ] {
             let p = AckPolicy::parse(s).unwrap();
             assert_eq!(p, want, "{s}");
@@ -254,6 +328,11 @@ mod tests {
             "delayed:max_delay=2s",
             "delayed:every=2",
             "delayed:packets",
+            "delayed:ratio=4",
+            "per-rtt:packets=2",
+            "per-rtt:ratio=0",
+            "per-rtt:ratio=101",
+            "per-rtt:max_delay=0ms",
         ] {
             let e = AckPolicy::parse(bad).unwrap_err();
             assert!(e.contains("the forms are"), "{bad}: {e}");
