@@ -107,6 +107,7 @@ fn config(out: &Path, bin_dir: PathBuf, backend: Backend) -> RunConfig {
         per_packet_log: false,
         threads: 0,
         qlog_level: quic_app::QlogLevel::Metrics,
+        emu_mode: harness::emu::EmuMode::Relay,
     }
 }
 
@@ -170,8 +171,10 @@ fn root() -> bool {
 /// the two receivers account for, within 1%: the QUIC flow's UDP payload
 /// plus 42 bytes of UDP, IP and Ethernet per packet received (from its
 /// qlog), the TCP flow's IP bytes plus 14 of Ethernet per data segment
-/// received.
-fn check_both_flows(out: &Path, s: &Value) {
+/// received. `framing` gives those per-packet overheads (QUIC, TCP): the
+/// emulator's IP mode counts a UDP payload as it is and an IP packet less
+/// its first 28 bytes (so (0, -28)), tc counts Ethernet frames ((42, 14)).
+fn check_both_flows(out: &Path, s: &Value, framing: (i64, i64)) {
     assert_eq!(s["status"], "complete");
     let rep = &s["repetitions"][0];
     let (q, t) = (&rep["flows"][0], &rep["flows"][1]);
@@ -200,12 +203,12 @@ fn check_both_flows(out: &Path, s: &Value) {
     let qlog = out.join(q["qlog"]["receiver"].as_str().unwrap());
     let fs = qlog_analysis::summary::summarize_file(&qlog, 0.1).unwrap();
     let packets = fs.connections[0].counts.packets_received;
-    let quic = q["wire_bytes_received"].as_u64().unwrap() + 42 * packets;
+    let quic = q["wire_bytes_received"].as_u64().unwrap() as i64 + framing.0 * packets as i64;
     let rx = harness::scenario::tcp::read_records(
         &out.join(t["tcp_records"]["receiver"].as_str().unwrap()),
     );
     let segs = rx.last().unwrap()["info"]["data_segs_in"].as_u64().unwrap();
-    let tcp = t["wire_bytes_received"].as_u64().unwrap() + 14 * segs;
+    let tcp = t["wire_bytes_received"].as_u64().unwrap() as i64 + framing.1 * segs as i64;
     let link = rep["bottleneck"]["bytes"].as_f64().unwrap();
     let diff = (link - (quic + tcp) as f64).abs() / link;
     eprintln!(
@@ -220,6 +223,11 @@ fn check_both_flows(out: &Path, s: &Value) {
 /// `cclab run` of a QUIC CUBIC and a Linux TCP CUBIC flow on `--link
 /// netem` with `link` flags; its summary.
 fn both_flows(out: &Path, link: &[&str]) -> Value {
+    both_flows_on("netem", out, link)
+}
+
+/// The same on `backend`.
+fn both_flows_on(backend: &str, out: &Path, link: &[&str]) -> Value {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_cclab"));
     let tcp_bulk = bin.parent().unwrap().join("tcp-bulk");
     assert!(
@@ -231,7 +239,7 @@ fn both_flows(out: &Path, link: &[&str]) -> Value {
         &[
             &[
                 "--link",
-                "netem",
+                backend,
                 "--cc",
                 "cubic",
                 "--cc",
@@ -268,7 +276,7 @@ fn a_tcp_flow_beside_a_quic_flow_on_kernel_shaping() {
             "5s",
         ],
     );
-    check_both_flows(&out, &s);
+    check_both_flows(&out, &s, (42, 14));
     // The report draws the TCP flow beside the QUIC one.
     let html = d.path().join("r.html");
     let o = common::cclab()
@@ -307,5 +315,35 @@ fn a_tcp_flow_beside_a_quic_flow_on_netem() {
             "15s",
         ],
     );
-    check_both_flows(&out, &s);
+    check_both_flows(&out, &s, (42, 14));
+}
+
+#[test]
+fn a_tcp_flow_beside_a_quic_flow_on_the_emulators_ip_mode() {
+    if !root() {
+        return;
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        test_support::skip("no /dev/net/tun (the emulator's IP mode needs it)");
+        return;
+    }
+    // `--link emu` picks the IP mode for a scenario with a TCP flow.
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("r");
+    let s = both_flows_on(
+        "emu",
+        &out,
+        &[
+            "--rate",
+            "20mbit",
+            "--rtt",
+            "40ms",
+            "--queue",
+            "1bdp",
+            "--duration",
+            "6s",
+        ],
+    );
+    assert!(out.join("rep-1/emu-ip.json").exists());
+    check_both_flows(&out, &s, (0, -28));
 }
