@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin lint clean
 
 all: build
 
@@ -160,6 +160,13 @@ netem-run: bootstrap
 # flows on drop-tail, RED and CoDel, side by side.
 netem-vs-emu: bootstrap
 	./scripts/netem-vs-emu.sh
+
+# Our plugins against Linux's own TCP implementations of the same
+# algorithms, one flow alone on the same kernel netem link (in one guest
+# when this host has no netem), with sim and the emulator's IP mode as
+# references; tables and cwnd/queue figures (docs/kernel-vs-plugin.md).
+kernel-vs-plugin: bootstrap
+	./scripts/kernel-vs-plugin.sh
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check
