@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run coexistence lint clean
 
 all: build
 
@@ -160,6 +160,13 @@ netem-run: bootstrap
 # flows on drop-tail, RED and CoDel, side by side.
 netem-vs-emu: bootstrap
 	./scripts/netem-vs-emu.sh
+
+# Each QUIC algorithm against one Linux CUBIC flow (20 Mbit/s, 40 ms,
+# 1 BDP, 30 s, 3 repetitions) on the emulator's IP mode (host kernel; root)
+# and on netem (in a guest when this host has none): each one's share,
+# Jain's index, per backend (docs/coexistence.md; about 40 minutes).
+coexistence: bootstrap
+	./scripts/coexistence.sh
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check
