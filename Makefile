@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence lint clean
 
 all: build
 
@@ -164,9 +164,16 @@ netem-vs-emu: bootstrap
 # Our plugins against Linux's own TCP implementations of the same
 # algorithms, one flow alone on the same kernel netem link (in one guest
 # when this host has no netem), with sim and the emulator's IP mode as
-# references; tables and cwnd/queue figures (docs/kernel-vs-plugin.md).
+# references; tables and cwnd/queue figures.
 kernel-vs-plugin: bootstrap
 	./scripts/kernel-vs-plugin.sh
+
+# Each QUIC algorithm against one Linux CUBIC flow (20 Mbit/s, 40 ms,
+# 1 BDP, 30 s, 3 repetitions) on the emulator's IP mode (host kernel; root)
+# and on netem (in a guest when this host has none): each one's share,
+# Jain's index, per backend (about 40 minutes).
+coexistence: bootstrap
+	./scripts/coexistence.sh
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check

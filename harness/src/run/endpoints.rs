@@ -126,6 +126,14 @@ impl<'a> Endpoints<'a> {
         flows: &[(usize, FlowSpec)],
         dir: &Path,
     ) -> Result<Vec<Server>, RunError> {
+        // What cannot start is refused before any server runs.
+        for (i, (_, f)) in flows.iter().enumerate() {
+            if f.tcp_cc().is_some() {
+                self.bins.tcp(i, &f.cc)?;
+                self.tcp_place(i, f)?;
+            }
+        }
+        // Dropped on an error, the servers started so far stop with it.
         let mut servers = Vec::new();
         for (i, (_, f)) in flows.iter().enumerate() {
             let sdir = dir.join(format!("servers/{i}"));
@@ -143,12 +151,7 @@ impl<'a> Endpoints<'a> {
     /// UDP relay carries none.
     fn spawn_tcp_server(&self, i: usize, f: &FlowSpec, dir: &Path) -> Result<Server, RunError> {
         let bin = self.bins.tcp(i, &f.cc)?;
-        let Some(place) = self.places.as_ref().map(|p| &p[i]) else {
-            return Err(RunError::Unsupported(format!(
-                "flow {i} (`{}`) is a Linux TCP flow, and the userspace emulator's UDP relay carries UDP datagrams only: run it with --link netem (--vm runs it in a guest when this kernel has no netem) or on the emulator's IP mode (root)",
-                f.cc
-            )));
-        };
+        let place = self.tcp_place(i, f)?;
         std::fs::create_dir_all(dir)?;
         let records = dir.join(TCP_SERVER_FILE);
         let listen = format!("{}:0", place.server_ip);
@@ -164,6 +167,17 @@ impl<'a> Endpoints<'a> {
         let mut s = await_listening(child, dir)?;
         s.tcp_records = Some(records);
         Ok(s)
+    }
+
+    /// Where Linux TCP flow `i` runs: the kernel's TCP needs namespaces
+    /// joined by a link that carries IP; the UDP relay has none.
+    fn tcp_place(&self, i: usize, f: &FlowSpec) -> Result<&Place, RunError> {
+        self.places.as_ref().map(|p| &p[i]).ok_or_else(|| {
+            RunError::Unsupported(format!(
+                "flow {i} (`{}`) is a Linux TCP flow, and the userspace emulator's UDP relay carries UDP datagrams only: run it with --link netem (--vm runs it in a guest when this kernel has no netem) or on the emulator's IP mode (root)",
+                f.cc
+            ))
+        })
     }
 
     fn command(&self, ns: Option<&str>, bin: &Path) -> Command {
@@ -324,6 +338,29 @@ fn await_listening(mut child: Child, qlog_dir: &Path) -> Result<Server, RunError
     }
 }
 
+/// A server or client dropped while its process still runs (a repetition
+/// that failed half-way) kills it: on the relay nothing else would (on
+/// netem and in IP mode, deleting the namespaces does). Ended the usual
+/// way, by [`terminate`], it is already reaped and this does nothing.
+fn kill_if_running(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        kill_if_running(&mut self.child);
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        kill_if_running(&mut self.child);
+    }
+}
+
 /// Asks `child` to end (SIGTERM); kills it after `grace`.
 pub(super) fn terminate(child: &mut Child, grace: Duration) {
     // SAFETY: signalling a child we spawned.
@@ -367,4 +404,79 @@ pub(super) fn gather_qlogs(clients: &[Client], servers: &[Server]) -> Result<(),
         let _ = std::fs::rename(&part, c.dir.join("client.json"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    fn alive(pid: u32) -> bool {
+        Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn a_dropped_server_or_client_stops_its_process() {
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let server = Server {
+            child,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            qlog_dir: PathBuf::new(),
+            tcp_records: None,
+        };
+        assert!(alive(pid));
+        drop(server);
+        // Killed and reaped: no process, not even a zombie.
+        assert!(!alive(pid), "server process {pid} outlived its Server");
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        drop(Client {
+            child,
+            flow: 0,
+            dir: PathBuf::new(),
+        });
+        assert!(!alive(pid), "client process {pid} outlived its Client");
+    }
+
+    #[test]
+    fn a_tcp_flow_on_the_relay_is_refused_before_any_server_starts() {
+        let sc = Scenario::parse(
+            "[link]\nrate = \"10mbit\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"cubic\"\n[[flows]]\ncc = \"tcp:cubic\"\n",
+            "test",
+            Path::new("."),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        // A QUIC server that cannot start: had flow 0's server been tried
+        // first, the error would say so.
+        let bins = Binaries {
+            server: dir.path().join("no-such-quic-server"),
+            client: dir.path().join("no-such-quic-client"),
+            tcp: PathBuf::from("/bin/sh"),
+        };
+        let ends = Endpoints::prepare(
+            &bins,
+            None,
+            quic_app::QlogLevel::Off,
+            &serde_json::json!({}),
+            dir.path(),
+        )
+        .unwrap();
+        let flows = sc.rep_flows(1);
+        match ends.start_servers(&flows, dir.path()) {
+            Err(RunError::Unsupported(m)) => {
+                assert!(
+                    m.contains("flow 1 (`tcp:cubic`)") && m.contains("UDP relay"),
+                    "{m}"
+                )
+            }
+            Err(e) => panic!("refused for another reason: {e}"),
+            Ok(_) => panic!("a TCP flow started on the relay"),
+        }
+        assert!(
+            !dir.path().join("servers/0").exists(),
+            "flow 0's server was started"
+        );
+    }
 }

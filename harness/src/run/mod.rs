@@ -28,6 +28,7 @@
 //! 4. `summary`: the averages over repetitions, `summary.json`.
 
 mod collect;
+mod cpu;
 mod endpoints;
 mod processes;
 mod rep_link;

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::collect::{rep_result, EndedFlow, RepEnd};
+use super::cpu::{CpuTimes, BUSY_WARN};
 use super::endpoints::{gather_qlogs, terminate, Binaries, Client, Endpoints};
 use super::rep_link::{stop_cross, PreparedLink};
 use super::results::RepResult;
@@ -60,11 +61,21 @@ fn run_rep(
     let mut servers = ends.start_servers(&flows, dir)?;
     let mut link = link.start(sc, cfg, &servers, dir)?;
     let t0 = Instant::now();
+    let cpu0 = CpuTimes::now();
     let overhead_setup = setup_t.elapsed();
     let crosses = link.start_cross(sc, seed, servers.len(), t0)?;
     let mut run = wait_for_flows(sc, cfg, &ends, &flows, dir, t0, |i| {
         link.addr_of(&servers, i)
     })?;
+    let cpu_busy = cpu0
+        .zip(CpuTimes::now())
+        .and_then(|(a, b)| a.busy_share(&b));
+    if let Some(busy) = cpu_busy.filter(|&b| b >= BUSY_WARN && !cfg.quiet) {
+        eprintln!(
+            "cclab: warning: this machine's CPUs were {:.0}% busy during repetition {rep}: its endpoints may have been short of CPU, which slows QUIC flows (user space) more than Linux TCP (kernel); fewer flows, a lower rate or a less loaded machine avoid it (docs/coexistence.md)",
+            busy * 100.0
+        );
+    }
 
     let teardown_t = Instant::now();
     let killed = stop_clients(&mut run.clients);
@@ -98,6 +109,7 @@ fn run_rep(
         cross,
         overhead_s: overhead.as_secs_f64(),
         emu_cpu: emu_report.as_ref().map(|e| (e.cpu_s, e.duration_s)),
+        cpu_busy,
     };
     Ok(rep_result(sc, rep, dir, end))
 }

@@ -149,6 +149,13 @@ pub struct RepResult {
     pub overhead_s: f64,
     /// CPU seconds the emulator's thread used, and the seconds it ran.
     pub emu_cpu: Option<(f64, f64)>,
+    /// The share of the machine's CPU time (all its CPUs, `/proc/stat`)
+    /// that was busy while the flows ran, whoever used it (endpoints, the
+    /// link, other programs); null on sim or where `/proc/stat` is
+    /// missing (and then absent, so sim's files are as they were). Near 1
+    /// the endpoints were short of CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_busy: Option<f64>,
 }
 
 /// A flow averaged over repetitions, with 95% confidence half-widths.

@@ -113,6 +113,8 @@ fn run_rep(
         cross: o.cross,
         overhead_s: 0.0,
         emu_cpu: None,
+        // Virtual time: the CPU decides nothing.
+        cpu_busy: None,
     };
     Ok((rep_result(sc, rep, dir, end), line))
 }
