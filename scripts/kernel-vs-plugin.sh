@@ -20,7 +20,9 @@
 # ACKs), `pacing = "off"` (Linux paces none of these algorithms without the
 # fq qdisc), `mtu = 1472` (1500-byte IP packets, as TCP's 1448-byte
 # segments with timestamps), all three together, and for vegas
-# `linux_slow_start=1` (tcp_vegas.c's slow start).
+# `linux_slow_start=1` (tcp_vegas.c's slow start), `beta=4.99` (tcp_vegas.c
+# truncates its diff to an integer, so it holds while 2 <= diff < 5) and
+# both with the three transport controls ("linux").
 #
 # Prints the tables (utilization, mean queueing delay, loss, mean cwnd in
 # packets, the goals: Vegas's queueing delay within 1 ms of tcp_vegas's,
@@ -77,6 +79,8 @@ control_cases() {
         for k in "${CONTROL_KINDS[@]}"; do case_of "$cc" droptail "$k"; done
     done
     case_of vegas droptail linuxss
+    case_of vegas droptail band
+    case_of vegas droptail linux
 }
 plugin_cases() { main_cases | grep -v '|tcp:'; control_cases; }
 emu_cases() {
@@ -93,7 +97,11 @@ emu_cases() {
 scenario() { # NAME CC AQM CONTROL FILE
     local cc=$2 aqm=$3 ctl=$4
     [ "$aqm" = red ] && aqm=$RED
-    [ "$ctl" = linuxss ] && cc="$cc:linux_slow_start=1"
+    case $ctl in
+        linuxss) cc="$cc:linux_slow_start=1" ;;
+        band) cc="$cc:beta=4.99" ;;
+        linux) cc="$cc:linux_slow_start=1,beta=4.99" ;;
+    esac
     {
         echo "# kernel-vs-plugin case $1 (written by scripts/kernel-vs-plugin.sh)"
         echo "name = \"kvp-$1\""
@@ -110,7 +118,7 @@ scenario() { # NAME CC AQM CONTROL FILE
             ack) echo 'ack_policy = "rfc9000"' ;;
             nopace) echo 'pacing = "off"' ;;
             mtu) echo 'mtu = 1472' ;;
-            all) printf '%s\n' 'ack_policy = "rfc9000"' 'pacing = "off"' 'mtu = 1472' ;;
+            all | linux) printf '%s\n' 'ack_policy = "rfc9000"' 'pacing = "off"' 'mtu = 1472' ;;
         esac
     } >"$5"
 }
@@ -376,10 +384,11 @@ print("\nQueueing delay for both from the bottleneck samples (backlog drained at
       "loss: sim in bytes, netem in packets.")
 if controls:
     print(f"\n**Controls** (one QUIC-side mechanism changed; drop-tail; netem in the guest and sim)\n")
-    print("| plugin | control | utilization % netem / sim | queueing delay ms netem / sim | loss % netem / sim | cwnd pkts netem / sim | guest CPU busy % |")
-    print("|---|---|---|---|---|---|---|")
+    print("| plugin | control | utilization % netem / sim | queueing delay ms netem / sim | 2nd half ms netem / sim | loss % netem / sim | cwnd pkts netem / sim | guest CPU busy % |")
+    print("|---|---|---|---|---|---|---|---|")
     what = {"": "none (as above)", "ack": "ack_policy rfc9000", "nopace": "pacing off", "mtu": "mtu 1472",
-            "all": "rfc9000 + pacing off + mtu 1472", "linuxss": "linux_slow_start=1"}
+            "all": "rfc9000 + pacing off + mtu 1472", "linuxss": "linux_slow_start=1",
+            "band": "beta=4.99 (Linux's hold band)", "linux": "linux_slow_start=1, beta=4.99, rfc9000, pacing off, mtu 1472"}
     ccs = []
     for n, cc, aqm, ctl in controls:
         if cc not in ccs:
@@ -390,10 +399,11 @@ if controls:
             a, s = load("netem", n), load("sim", n)
             g = lambda r, key, spec: fmt(r[key] if r else None, spec)
             print(f"| {cc} | {what[ctl]} | {g(a,'util','.1f')} / {g(s,'util','.1f')} | {g(a,'qd','.2f')} / {g(s,'qd','.2f')} "
+                  f"| {g(a,'qd_late','.2f')} / {g(s,'qd_late','.2f')} "
                   f"| {g(a,'loss','.2f')} / {g(s,'loss','.2f')} | {g(a,'cwnd','.1f')} / {g(s,'cwnd','.1f')} | {g(a,'busy','.0f')} |")
         k = load("netem", name("tcp:" + dict(pairs)[cc], "droptail"))
         if k:
-            print(f"| tcp:{dict(pairs)[cc]} | (Linux) | {k['util']:.1f} | {k['qd']:.2f} | {k['loss']:.2f} | {fmt(k['cwnd'],'.1f')} | {fmt(k['busy'],'.0f')} |")
+            print(f"| tcp:{dict(pairs)[cc]} | (Linux) | {k['util']:.1f} | {k['qd']:.2f} | {fmt(k['qd_late'],'.2f')} | {k['loss']:.2f} | {fmt(k['cwnd'],'.1f')} | {fmt(k['busy'],'.0f')} |")
 
 
 # ---- figures: small SVG writer (no plotting library needed) ----
