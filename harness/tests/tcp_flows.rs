@@ -347,3 +347,50 @@ fn a_tcp_flow_beside_a_quic_flow_on_the_emulators_ip_mode() {
     assert!(out.join("rep-1/emu-ip.json").exists());
     check_both_flows(&out, &s, (0, -28));
 }
+
+#[test]
+fn a_sweep_on_the_emulator_runs_tcp_points_in_ip_mode_and_others_on_the_relay() {
+    if !root() {
+        return;
+    }
+    if !std::path::Path::new("/dev/net/tun").exists() {
+        test_support::skip("no /dev/net/tun (the emulator's IP mode needs it)");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("base.toml"),
+        "name = \"sweep-tcp\"\nduration = \"2s\"\n[link]\nrate = \"10mbit\"\nrtt = \"20ms\"\n\
+         [[flows]]\ncc = \"cubic\"\n[[flows]]\ncc = \"newreno\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("sweep.toml"),
+        "scenario = \"base.toml\"\n[grid]\n\"flows.1.cc\" = [\"newreno\", \"tcp:cubic\"]\n",
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = cclab_bare()
+        .args(["sweep", "--link", "emu", "--quiet", "--out"])
+        .arg(&out)
+        .arg(d.path().join("sweep.toml"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut modes = Vec::new();
+    for (point, mode) in [("0000-newreno", "relay"), ("0001-tcp_cubic", "ip")] {
+        let dir = out.join("runs").join(point);
+        let meta: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("metadata.json")).unwrap()).unwrap();
+        let s: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(s["status"], "complete", "{point}");
+        assert_eq!(
+            dir.join("rep-1/emu-ip.json").exists(),
+            mode == "ip",
+            "{point}"
+        );
+        modes.push(meta["emu_mode"].as_str().unwrap().to_string());
+    }
+    assert_eq!(modes, ["relay", "ip"]);
+}

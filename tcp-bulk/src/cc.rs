@@ -75,18 +75,21 @@ pub fn modules_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir.join("kernel/net/ipv4"))
         .map(|d| {
             d.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let f = e.file_name().to_string_lossy().into_owned();
-                    let stem = f.split(".ko").next()?.to_string();
-                    (f.contains(".ko") && stem.starts_with("tcp_") && stem != "tcp_diag")
-                        .then(|| stem["tcp_".len()..].to_string())
-                })
+                .filter_map(|e| cc_of_module(&e.file_name().to_string_lossy()))
                 .collect()
         })
         .unwrap_or_default();
     names.sort();
     names.dedup();
     names
+}
+
+/// NAME of a module file name `tcp_NAME.ko[.xz|.zst|.gz]`; `None` for any
+/// other file and for `tcp_diag`, which is no congestion control.
+pub fn cc_of_module(file: &str) -> Option<String> {
+    let (stem, _) = file.split_once(".ko")?;
+    let name = stem.strip_prefix("tcp_")?;
+    (name != "diag").then(|| name.to_string())
 }
 
 /// The congestion controls this kernel could load as modules and has not
@@ -289,6 +292,8 @@ mod tests {
             std::fs::write(ipv4.join(f), b"").unwrap();
         }
         assert_eq!(modules_in(d.path()), vec!["bbr", "nv", "vegas"]);
+        assert_eq!(cc_of_module("tcp_bbr.ko.zst"), Some("bbr".into()));
+        assert_eq!(cc_of_module("tcp_nv"), None);
         assert!(modules_in(&d.path().join("none")).is_empty());
     }
 

@@ -8,8 +8,12 @@ use crate::files::write_json_atomic;
 use crate::link::Backend;
 use crate::scenario::Scenario;
 
-/// The run's metadata.
-pub fn metadata(backend: Backend, started: &str) -> serde_json::Value {
+/// The run's metadata; `emu_mode` (relay or ip) is written for emu runs only.
+pub fn metadata(
+    backend: Backend,
+    emu_mode: crate::emu::EmuMode,
+    started: &str,
+) -> serde_json::Value {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
@@ -18,7 +22,7 @@ pub fn metadata(backend: Backend, started: &str) -> serde_json::Value {
         "/../.patched/quiche/.cclab-patch-sha256"
     ))
     .unwrap_or_default();
-    serde_json::json!({
+    let mut m = serde_json::json!({
         "cclab_version": env!("CARGO_PKG_VERSION"),
         "git_revision": env!("CCLAB_GIT_REV"),
         "rustc": env!("CCLAB_RUSTC"),
@@ -29,7 +33,11 @@ pub fn metadata(backend: Backend, started: &str) -> serde_json::Value {
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "started_at": started,
         "command": std::env::args().collect::<Vec<_>>(),
-    })
+    });
+    if backend == Backend::Emu {
+        m["emu_mode"] = emu_mode.as_str().into();
+    }
+    m
 }
 
 /// RFC 3339 UTC time of now.
@@ -96,7 +104,7 @@ impl WorkDir {
         )?;
         write_json_atomic(
             &work.join("metadata.json"),
-            &metadata(cfg.backend, &started),
+            &metadata(cfg.backend, cfg.emu_mode, &started),
         )?;
         write_json_atomic(
             &work.join("status.json"),

@@ -21,10 +21,9 @@ use crate::link::Backend;
 /// What a TCP flow's `cc` starts with.
 pub const PREFIX: &str = "tcp:";
 
-/// What the kernel can use now.
-pub const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
-/// What an unprivileged socket may choose.
-pub const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+use tcp_bulk::cc::{cc_of_module, modules_in, release};
+pub use tcp_bulk::cc::{ALLOWED, AVAILABLE};
+
 /// Where Debian's user-mode Linux (the guest of `cclab vm`) keeps its
 /// modules, one directory per kernel release.
 pub const UML_MODULES: &str = "/usr/lib/uml/modules";
@@ -42,54 +41,6 @@ pub const QUIC_ONLY_FIELDS: &[(&str, &str)] = &[
 /// NAME of `tcp:NAME`; `None` for a QUIC algorithm spec.
 pub fn tcp_name(cc: &str) -> Option<&str> {
     cc.trim().strip_prefix(PREFIX)
-}
-
-/// The names in a whitespace-separated list file.
-fn words(path: &str) -> std::io::Result<Vec<String>> {
-    Ok(std::fs::read_to_string(path)?
-        .split_whitespace()
-        .map(str::to_string)
-        .collect())
-}
-
-/// The running kernel's release (`uname -r`).
-pub fn release() -> String {
-    // SAFETY: uname fills the zeroed struct; the release is NUL-terminated.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return String::new();
-        }
-        std::ffi::CStr::from_ptr(u.release.as_ptr())
-            .to_string_lossy()
-            .into_owned()
-    }
-}
-
-/// The congestion controls among the `tcp_NAME.ko` modules (compressed
-/// or not) under `dir/kernel/net/ipv4`, sorted (`tcp_diag` is none).
-pub fn modules_in(dir: &Path) -> Vec<String> {
-    module_names(dir, "kernel/net/ipv4")
-}
-
-fn module_names(dir: &Path, sub: &str) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir.join(sub))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter_map(|e| cc_of_module(&e.file_name().to_string_lossy()))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names.dedup();
-    names
-}
-
-/// NAME of a file name `tcp_NAME.ko[.xz|.zst|.gz]`.
-fn cc_of_module(file: &str) -> Option<String> {
-    let (stem, _) = file.split_once(".ko")?;
-    let name = stem.strip_prefix("tcp_")?;
-    (name != "diag").then(|| name.to_string())
 }
 
 /// The TCP congestion controls of a kernel.
@@ -113,7 +64,7 @@ pub struct KernelAlgorithms {
 /// `/usr/lib/uml/modules/RELEASE`.
 pub fn this_kernel() -> KernelAlgorithms {
     let release = release();
-    let (available, error) = match words(AVAILABLE) {
+    let (available, error) = match tcp_bulk::cc::available() {
         Ok(a) => (a, None),
         Err(e) => (
             Vec::new(),
@@ -122,19 +73,11 @@ pub fn this_kernel() -> KernelAlgorithms {
             )),
         ),
     };
-    let mut loadable: Vec<String> = ["/lib/modules", UML_MODULES]
-        .iter()
-        .map(|d| Path::new(d).join(&release))
-        .filter(|d| !release.is_empty() && d.is_dir())
-        .flat_map(|d| modules_in(&d))
-        .filter(|n| !available.contains(n))
-        .collect();
-    loadable.sort();
-    loadable.dedup();
+    let loadable = tcp_bulk::cc::loadable();
     KernelAlgorithms {
         release,
         available,
-        allowed: words(ALLOWED).unwrap_or_default(),
+        allowed: tcp_bulk::cc::allowed(),
         loadable,
         error,
     }
@@ -332,12 +275,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn module_files_name_algorithms() {
-        assert_eq!(cc_of_module("tcp_vegas.ko"), Some("vegas".into()));
-        assert_eq!(cc_of_module("tcp_bbr.ko.zst"), Some("bbr".into()));
-        assert_eq!(cc_of_module("tcp_diag.ko"), None);
-        assert_eq!(cc_of_module("udp_diag.ko"), None);
-        assert_eq!(cc_of_module("tcp_nv"), None);
+    fn tcp_flows_are_named_by_their_prefix() {
         assert_eq!(tcp_name("tcp:cubic"), Some("cubic"));
         assert_eq!(tcp_name("cubic"), None);
     }
