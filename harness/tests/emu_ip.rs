@@ -322,23 +322,9 @@ fn ctrl_c_removes_the_namespaces() {
             .filter(|n| n.starts_with(&prefix))
             .collect()
     };
-    let t = Instant::now();
-    while !out
-        .with_extension("partial")
-        .join("rep-1/flow-0/client.stderr")
-        .exists()
-    {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the run never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(ours(pid).len(), 2, "{:?}", ours(pid));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = common::interrupt_once_running(child, &out, |pid| {
+        assert_eq!(ours(pid).len(), 2, "{:?}", ours(pid));
+    });
     assert_eq!(o.status.code(), Some(130));
     assert!(ours(pid).is_empty(), "left: {:?}", ours(pid));
 }

@@ -3,7 +3,6 @@
 //! report, bad input and Ctrl-C.
 
 mod common;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -155,24 +154,7 @@ fn ctrl_c_marks_the_run_interrupted_and_leaves_no_process() {
         .arg(&out)
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let t = Instant::now();
-    // Wait for the client to be running.
-    while !out
-        .with_extension("partial")
-        .join("rep-1/flow-0/client.stderr")
-        .exists()
-    {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the run never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = common::interrupt_once_running(child, &out, |_| {});
     assert_eq!(o.status.code(), Some(130));
     let status: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("status.json")).unwrap()).unwrap();

@@ -81,3 +81,33 @@ pub fn cclab_run(args: &[&str], out: &Path) -> serde_json::Value {
     );
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
+
+/// Waits until the `cclab run` in `child` (writing to `out`) has started
+/// its first client and run for half a second, calls `while_running`
+/// with its pid, then sends it SIGINT (Ctrl-C); its output.
+#[allow(dead_code)]
+pub fn interrupt_once_running(
+    child: std::process::Child,
+    out: &Path,
+    while_running: impl FnOnce(i32),
+) -> std::process::Output {
+    use std::time::{Duration, Instant};
+    let pid = child.id() as i32;
+    let t = Instant::now();
+    while !out
+        .with_extension("partial")
+        .join("rep-1/flow-0/client.stderr")
+        .exists()
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the run never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    while_running(pid);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    child.wait_with_output().unwrap()
+}
