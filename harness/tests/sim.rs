@@ -499,3 +499,47 @@ fn the_host_wake_latency_batches_reads_and_is_checked() {
         assert!(e.contains(what), "{bad}: {e}");
     }
 }
+
+#[test]
+fn several_requests_run_one_after_another_on_one_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    for (dirn, k) in [("download", 4u64), ("upload", 3)] {
+        let sc = scenario(&format!(
+            "name = \"t\"\nduration = \"20s\"\n[link]\nbackend = \"sim\"\nrate = \"10mbit\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"newreno\"\nsize = \"300000\"\nrequests = {k}\ndirection = \"{dirn}\"\n"
+        ));
+        let out = dir.path().join(dirn);
+        let s = sim(&sc, &out);
+        let f = &s["repetitions"][0]["flows"][0];
+        assert_eq!(f["complete"], true, "{f}");
+        assert_eq!(f["bytes"].as_u64(), Some(300_000 * k), "{f}");
+        let c: Value =
+            serde_json::from_slice(&std::fs::read(out.join("rep-1/flow-0/client.json")).unwrap())
+                .unwrap();
+        let ends: Vec<f64> = c["request_ends_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(ends.len() as u64, k, "{c}");
+        // Each response takes at least a round trip after the previous.
+        assert!(ends.windows(2).all(|w| w[1] > w[0] + 0.02), "{ends:?}");
+        // The report's duration runs on to the connection's close.
+        assert!(
+            c["duration_s"].as_f64().unwrap() >= ends[ends.len() - 1],
+            "{c}"
+        );
+        // One connection: the server's qlog is the only one.
+        let n = std::fs::read_dir(out.join("rep-1/flow-0"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("server-")
+            })
+            .count();
+        assert_eq!(n, 1);
+    }
+}

@@ -79,6 +79,7 @@ fn transfer(path: &str, upload: Option<u64>, secs: u64) -> Report {
         path: path.into(),
         upload,
         duration: Some(Duration::from_secs(secs)),
+        requests: 1,
         interval: None,
         print_intervals: false,
         timeout: Duration::from_secs(5),

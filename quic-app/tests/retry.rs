@@ -110,6 +110,7 @@ fn a_quiche_client_downloads_through_a_retry() {
         path: format!("/bytes/{n}"),
         upload: None,
         duration: None,
+        requests: 1,
         interval: None,
         print_intervals: false,
         timeout: Duration::from_secs(5),

@@ -27,6 +27,9 @@ pub struct ClientConfig {
     pub upload: Option<u64>,
     /// Stop after this long; the transfer then counts as complete.
     pub duration: Option<Duration>,
+    /// Make the request this many times, one after another on the same
+    /// connection ([`quic_app::client::ClientSettings::requests`]).
+    pub requests: u32,
     /// Congestion control, used when the client sends (uploads).
     pub cc: Controller,
     /// Write the client's qlog here.
@@ -152,6 +155,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         path,
         upload: cfg.upload,
         duration: cfg.duration,
+        requests: cfg.requests,
         interval: cfg.interval,
         print_intervals: cfg.print_intervals,
         timeout: cfg.timeout,

@@ -69,6 +69,7 @@ pub fn client_config(url: &str) -> ClientConfig {
         url: quic_client::parse_url(url).unwrap(),
         upload: None,
         duration: None,
+        requests: 1,
         cc: cc_algorithms::parse("cubic").unwrap(),
         qlog_dir: None,
         qlog_level: quic_app::QlogLevel::Extra,

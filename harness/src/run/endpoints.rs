@@ -269,6 +269,9 @@ impl<'a> Endpoints<'a> {
         if f.size.is_none() {
             cmd.args(["--duration", &format!("{:.3}", run_ns as f64 / 1e9)]);
         }
+        if f.requests > 1 {
+            cmd.arg(format!("--requests={}", f.requests));
+        }
         if let Some(m) = f.mtu {
             cmd.arg(format!("--mtu={m}"));
         }

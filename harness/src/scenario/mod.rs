@@ -125,6 +125,11 @@ pub struct FlowSpec {
     pub size: Option<u64>,
     /// How long the flow runs, ns; `None`: until the scenario ends.
     pub duration_ns: Option<u64>,
+    /// How many times each flow moves `size`, one request after another
+    /// on the same connection (`requests`, 1 unless sized; each starts
+    /// when the previous response has finished, as in picoquic's
+    /// multi-stream scenarios).
+    pub requests: u32,
     /// How many such flows.
     pub count: u32,
     /// The sending application's rate limit, bit/s (`None`: as fast as
@@ -156,6 +161,7 @@ impl FlowSpec {
             start_jitter_ns: 0,
             size: None,
             duration_ns: None,
+            requests: 1,
             count: 1,
             rate_bps: None,
             mtu: None,

@@ -30,6 +30,7 @@ const FLOW: &[&str] = &[
     "start_jitter",
     "size",
     "duration",
+    "requests",
     "count",
     "rate",
     "mtu",
@@ -544,6 +545,16 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
         Some(v) => e.cx.count(&e.field("count"), v, 200)?,
         None => 1,
     };
+    let requests = match e.t.get("requests") {
+        Some(v) => e.cx.count(&e.field("requests"), v, 1000)?,
+        None => 1,
+    };
+    if requests > 1 && size.is_none() {
+        return Err(e.err(
+            "requests",
+            "several requests need a size for each (a timed flow makes one request)",
+        ));
+    }
     let rate_bps = e.rate(|s| format!("`{s}` is not a rate between 1kbit and 100gbit, such as 2mbit or 500kbit (the rate at which the sending application writes)"))?;
     Ok(FlowSpec {
         cc,
@@ -552,6 +563,7 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
         start_jitter_ns,
         size,
         duration_ns,
+        requests,
         count,
         rate_bps,
         mtu: mtu(e)?,

@@ -80,6 +80,9 @@ fn flow_toml(f: &FlowSpec) -> toml::Value {
     if let Some(d) = f.duration_ns {
         ft.insert("duration".into(), format_duration_ns(d).into());
     }
+    if f.requests > 1 {
+        ft.insert("requests".into(), toml::Value::Integer(f.requests as i64));
+    }
     ft.insert("count".into(), toml::Value::Integer(f.count as i64));
     if let Some(r) = f.rate_bps {
         ft.insert("rate".into(), format_rate(r).into());

@@ -36,6 +36,7 @@ pub const QUIC_ONLY_FIELDS: &[(&str, &str)] = &[
     ("pacing", "the kernel's TCP paces as its algorithm asks (bbr does; the others only under the fq qdisc)"),
     ("mtu", "mtu is QUIC's UDP payload size; a TCP flow's segments follow the link's MTU (1500 bytes)"),
     ("rate", "tcp-bulk writes as fast as the socket takes; an application rate limit is quic-app's"),
+    ("requests", "tcp-bulk makes one transfer per connection; several requests on one connection are quic-app's"),
 ];
 
 /// NAME of `tcp:NAME`; `None` for a QUIC algorithm spec.

@@ -12,7 +12,7 @@ fn parse(s: &str) -> Result<Scenario, ScenarioError> {
 #[test]
 fn a_full_scenario() {
     let s = parse(
-        "name = \"x\"\nduration = \"30s\"\nrepetitions = 3\nseed = 9\n[link]\nrate = \"10mbit\"\nrtt = \"50ms\"\n[[flows]]\ncc = \"vegas:alpha=2,beta=4\"\ncount = 2\n[[flows]]\ncc = \"cubic\"\ndirection = \"upload\"\nstart = \"5s\"\nsize = \"10mb\"\nrate = \"1.5mbit\"\nmtu = 1250\n[[cross]]\nrate = \"2mbit\"\non = \"1s\"\noff = \"2s\"\n",
+        "name = \"x\"\nduration = \"30s\"\nrepetitions = 3\nseed = 9\n[link]\nrate = \"10mbit\"\nrtt = \"50ms\"\n[[flows]]\ncc = \"vegas:alpha=2,beta=4\"\ncount = 2\n[[flows]]\ncc = \"cubic\"\ndirection = \"upload\"\nstart = \"5s\"\nsize = \"10mb\"\nrequests = 3\nrate = \"1.5mbit\"\nmtu = 1250\n[[cross]]\nrate = \"2mbit\"\non = \"1s\"\noff = \"2s\"\n",
     )
     .unwrap();
     assert_eq!(
@@ -21,6 +21,7 @@ fn a_full_scenario() {
     );
     assert_eq!(s.expanded_flows().len(), 3);
     assert_eq!(s.flows[1].size, Some(10 * 1024 * 1024));
+    assert_eq!((s.flows[0].requests, s.flows[1].requests), (1, 3));
     assert_eq!(s.cross[0].on_ns, Some(1_000_000_000));
     assert_eq!(
         (s.flows[1].rate_bps, s.flows[1].mtu),
@@ -208,6 +209,16 @@ fn flow_errors_name_the_field_and_allowed() {
             "not both",
         ),
         (
+            "[[flows]]\ncc = \"cubic\"\nsize = \"1mb\"\nrequests = 0",
+            "flows[0].requests",
+            "1 to 1000",
+        ),
+        (
+            "[[flows]]\ncc = \"cubic\"\nrequests = 4",
+            "flows[0].requests",
+            "need a size",
+        ),
+        (
             "duration = \"5s\"\n[[flows]]\ncc = \"cubic\"\nstart = \"6s\"",
             "flows[0].start",
             "before the scenario's end",
@@ -389,6 +400,7 @@ fn a_linux_tcp_flow_is_refused_where_it_cannot_run_naming_the_field() {
         ("pacing", "false"),
         ("mtu", "1300"),
         ("rate", "\"2mbit\""),
+        ("requests", "2"),
     ] {
         let e = parse(&format!("[[flows]]\ncc = \"tcp:reno\"\n{knob} = {value}")).unwrap_err();
         assert_eq!(e.field, format!("flows[0].{knob}"), "{e}");

@@ -147,6 +147,7 @@ pub(super) fn client_settings(f: &Flow) -> ClientSettings {
             .size
             .is_none()
             .then(|| Duration::from_nanos(f.run_ns)),
+        requests: f.spec.requests,
         interval: Some(Duration::from_millis(500)),
         print_intervals: false,
         timeout: Duration::from_secs(10),

@@ -24,6 +24,11 @@ struct Args {
     /// Stop after this many seconds.
     #[arg(long)]
     duration: Option<f64>,
+    /// Make the request this many times, one after another on the same
+    /// connection: each starts when the previous response has finished
+    /// (1 to 1000; not with --duration).
+    #[arg(long, default_value_t = 1)]
+    requests: u32,
     /// Congestion control when the client sends (uploads): `name` or
     /// `name:key=value,...`.
     #[arg(long, default_value = "cubic")]
@@ -110,6 +115,13 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
             .transpose()
             .map_err(|e| format!("--upload: {e}"))?,
         duration: args.duration.map(|d| seconds("duration", d)).transpose()?,
+        requests: match (args.requests, args.duration) {
+            (1..=1000, None) | (1, Some(_)) => args.requests,
+            (1..=1000, Some(_)) => {
+                return Err("--requests: a timed transfer (--duration) makes one request".into())
+            }
+            (n, _) => return Err(format!("--requests: {n} is not between 1 and 1000")),
+        },
         cc: cc_algorithms::parse(&args.cc).map_err(|e| format!("--cc: {e}"))?,
         qlog_dir: args.qlog_dir.clone(),
         qlog_level: quic_app::QlogLevel::parse(&args.qlog_level).ok_or_else(|| {
