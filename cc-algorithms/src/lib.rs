@@ -32,11 +32,14 @@
 pub mod binomial;
 pub mod br_tcp;
 pub mod dcm;
+pub mod dctcp;
+pub mod ecn;
 pub mod estimators;
 pub mod ewphcc;
 pub mod exp;
 pub mod fixed;
 pub mod newreno;
+pub mod prague;
 pub mod pso;
 pub mod registry;
 pub mod smcc;
