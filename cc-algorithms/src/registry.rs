@@ -507,7 +507,7 @@ const DCTCP_PARAMS: &[ParamInfo] = &[
         1.0,
         0.0,
         1.0,
-        "alpha before the first window ends; 1: RFC 8257 and Linux (dctcp_alpha_on_init = 1024/1024), so the first mark halves the window",
+        "alpha before the first window ends; 1: Linux (dctcp_alpha_on_init = 1024, i.e. 1), so the first mark halves the window",
     ),
     ParamInfo {
         name: "ect",
@@ -738,36 +738,6 @@ const ENTRIES: &[Entry] = &[
     },
     Entry {
         info: AlgorithmInfo {
-            name: "dctcp",
-            summary: "DCTCP (RFC 8257, Linux tcp_dctcp.c): ECT(0), alpha = EWMA of the marked fraction per window, cwnd x (1 - alpha/2) on marks once per RTT, NewReno otherwise",
-            origin: Origin::Plugin,
-            params: DCTCP_PARAMS,
-        },
-        build: |p| {
-            Controller::Plugin(Arc::new(crate::dctcp::DctcpConfig {
-                g: p.get("g"),
-                alpha_init: p.get("alpha_init"),
-                ect1: p.get("ect") >= 0.5,
-            }))
-        },
-    },
-    Entry {
-        info: AlgorithmInfo {
-            name: "prague",
-            summary: "Prague-style L4S sender (RFC 9331 4.3; Linux tcp_prague, draft-briscoe-iccrg-prague): ECT(1), DCTCP-like alpha response, additive increase as at a 25 ms virtual RTT when the RTT is shorter, paced at cwnd/sRTT, halving on loss",
-            origin: Origin::Plugin,
-            params: PRAGUE_PARAMS,
-        },
-        build: |p| {
-            Controller::Plugin(Arc::new(crate::prague::PragueConfig {
-                g: p.get("g"),
-                vrtt: std::time::Duration::from_secs_f64(p.get("vrtt") / 1e3),
-                transition: p.get("transition").round() as u64,
-            }))
-        },
-    },
-    Entry {
-        info: AlgorithmInfo {
             name: "fixed",
             summary: "a constant window of `window` packets: no reaction to loss or delay (a reference flow; the example plugin of docs/writing-a-plugin.md)",
             origin: Origin::Plugin,
@@ -820,9 +790,43 @@ const ENTRIES: &[Entry] = &[
         },
         build: |_| builtin(CongestionControlAlgorithm::Bbr2Gcongestion),
     },
+    // The ECN plugins come after the built-ins, so that every algorithm
+    // registered before them keeps its place, and with it its colour in
+    // reports (`harness::report::palette` colours by registry position).
+    Entry {
+        info: AlgorithmInfo {
+            name: "dctcp",
+            summary: "DCTCP (RFC 8257, Linux tcp_dctcp.c): ECT(0), alpha = EWMA of the marked fraction per window, cwnd x (1 - alpha/2) on marks once per RTT, NewReno otherwise",
+            origin: Origin::Plugin,
+            params: DCTCP_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(crate::dctcp::DctcpConfig {
+                g: p.get("g"),
+                alpha_init: p.get("alpha_init"),
+                ect1: p.get("ect") >= 0.5,
+            }))
+        },
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "prague",
+            summary: "Prague-style L4S sender (RFC 9331 4.3; Linux tcp_prague, draft-briscoe-iccrg-prague): ECT(1), DCTCP-like alpha response, additive increase as at a 25 ms virtual RTT when the RTT is shorter, paced at cwnd/sRTT, halving on loss",
+            origin: Origin::Plugin,
+            params: PRAGUE_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(crate::prague::PragueConfig {
+                g: p.get("g"),
+                vrtt: std::time::Duration::from_secs_f64(p.get("vrtt") / 1e3),
+                transition: p.get("transition").round() as u64,
+            }))
+        },
+    },
 ];
 
-/// Every algorithm the registry knows, plugins first.
+/// Every algorithm the registry knows: the loss- and delay-based plugins,
+/// quiche's built-ins, then the ECN plugins (`dctcp`, `prague`).
 pub fn algorithms() -> impl Iterator<Item = &'static AlgorithmInfo> {
     ENTRIES.iter().map(|e| &e.info)
 }
