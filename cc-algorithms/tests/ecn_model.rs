@@ -299,3 +299,36 @@ fn classic_and_prague_on_the_same_link() {
     );
     assert!(classic.utilization < dctcp.utilization);
 }
+
+/// 10 Mbit/s, 10 ms, the step at 1, 3 and 8 packets (1 packet is 0.96 ms,
+/// about DualPI2's 1 ms step for the L queue). The scalable senders keep
+/// the link busy where classic halving cannot; below the 25 ms virtual RTT,
+/// Prague's scaled increase needs fewer marks than Prague without it.
+#[test]
+fn low_rtt_shallow_thresholds() {
+    for k in [1, 3, 8] {
+        let link = Link {
+            rate_bps: 10e6,
+            one_way: Duration::from_millis(5),
+            k,
+            capacity: 1000,
+        };
+        let mut by_spec = Vec::new();
+        for spec in ["dctcp", "prague", "prague:vrtt=0", "newreno:ecn=classic"] {
+            let o = run(spec, &link, Duration::from_secs(30), Duration::from_secs(5));
+            print!("K={k:<2} ");
+            figures(spec, &o);
+            assert_eq!(o.drops, 0, "{spec}");
+            by_spec.push(o);
+        }
+        let [dctcp, prague, prague_dep, classic] = &by_spec[..] else {
+            unreachable!()
+        };
+        assert!(prague.utilization >= 0.95, "K={k}: {}", prague.utilization);
+        assert!(prague.marks < prague_dep.marks, "K={k}");
+        assert!(
+            classic.utilization < dctcp.utilization.min(prague.utilization),
+            "K={k}"
+        );
+    }
+}
