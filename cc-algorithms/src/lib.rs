@@ -21,6 +21,7 @@
 //! | RTT sample                        | quiche's latest RTT for the newest acknowledged packet (`rtt_sample`) |
 //! | base / min RTT                    | the minimum of those samples; quiche's `min_rtt` likewise does not subtract ACK delay |
 //! | "per RTT"                         | a round: ends when a packet sent after the round began is acknowledged ([`estimators::RoundTracker`]) |
+//! | ECN-Echo / CE mark (RFC 3168)     | `on_ecn` after the `on_ack` of the same ACK frame, with the frame's newly reported CE and ECN-capable packet counts; never a loss. `ecn=classic` ([`ecn`]) answers it with the algorithm's loss response once per recovery period; [`dctcp`] and [`prague`] with alpha |
 //! | application-limited (RFC 9002 7.8) | `NewReno::window_underused`: `delivery_rate_app_limited` (the application had nothing to send when the acknowledged packet left), unless the last packet sent filled the window. Not `app_limited`, which quiche sets whenever a packet leaves with bytes in flight below the window, and that is every packet of a paced sender; and not the sample alone, which quiche also sets when an event loop reads two ACKs before the application writes again |
 //!
 //! Where a paper changes something outside the window and pacing (an RTO
@@ -32,11 +33,14 @@
 pub mod binomial;
 pub mod br_tcp;
 pub mod dcm;
+pub mod dctcp;
+pub mod ecn;
 pub mod estimators;
 pub mod ewphcc;
 pub mod exp;
 pub mod fixed;
 pub mod newreno;
+pub mod prague;
 pub mod pso;
 pub mod registry;
 pub mod smcc;

@@ -254,6 +254,18 @@ impl NewReno {
         }
     }
 
+    /// A reduction decided elsewhere that starts a recovery period at
+    /// `now` as a congestion event does: window and ssthresh to `cwnd` (at
+    /// least the minimum window), no growth from packets sent before `now`
+    /// (DCTCP's cut on CE marks).
+    pub(crate) fn reduce_to(&mut self, cwnd: usize, now: Instant) {
+        self.recovery_start = Some(now);
+        self.recovering = true;
+        self.ssthresh = cwnd.max(Self::min_window_of(self.mss));
+        self.cwnd = self.ssthresh;
+        self.bytes_acked_ca = self.cwnd / 2;
+    }
+
     /// Sets the window after a reduction decided elsewhere (Westwood+).
     pub(crate) fn set_window(&mut self, cwnd: usize, ssthresh: usize) {
         let min = Self::min_window_of(self.mss);
@@ -566,7 +578,10 @@ mod tests {
     fn tahoe_is_registered_as_a_plugin() {
         let info = crate::algorithms().find(|a| a.name == "tahoe").unwrap();
         assert_eq!(info.origin, crate::Origin::Plugin);
-        assert!(info.params.is_empty());
+        assert_eq!(
+            info.params.iter().map(|p| p.name).collect::<Vec<_>>(),
+            ["ecn"]
+        );
         match crate::parse("tahoe").unwrap() {
             crate::Controller::Plugin(f) => {
                 assert_eq!(f.name(), "tahoe");

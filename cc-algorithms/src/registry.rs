@@ -169,6 +169,7 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
         help: "0: Brakmo and Peterson's slow start as ns-2 runs it (growth every other RTT; gamma tested at the end of each round that did not grow, on how far its RTT rose; cwnd cut by 1/8 on leaving, to no more than rate x baseRTT); 1: Linux tcp_vegas.c's (growth every RTT, gamma tested on the round's minimum RTT)",
     },
     LOSS_RESPONSE,
+    ECN,
 ];
 
 /// `loss_response=` of Vegas and of SMCC (Vegas underneath).
@@ -186,15 +187,30 @@ fn loss_response(p: &Params) -> crate::vegas::LossResponse {
     crate::vegas::LossResponse::from_code(p.get("loss_response")).unwrap_or_default()
 }
 
-const BR_TCP_PARAMS: &[ParamInfo] = &[ParamInfo {
-    name: "reserved",
-    unit: "bit/s",
-    kind: ParamKind::Rate,
-    default: None,
-    min: 1.0,
-    max: 1e13,
-    help: "bandwidth reserved for the flow; sets ssthresh = reserved x min RTT after a loss",
-}];
+/// `ecn=` of every plugin without an ECN response of its own
+/// ([`crate::ecn`]): off, or RFC 3168's classic response.
+pub const ECN: ParamInfo = ParamInfo {
+    name: "ecn",
+    unit: "off or classic",
+    kind: ParamKind::Choice(crate::ecn::ECN_MODES),
+    default: Some(0.0),
+    min: 0.0,
+    max: 1.0,
+    help: "off: no ECN (packets Not-ECT); classic: send ECT(0) and treat CE marks as RFC 3168 and RFC 9002 do, as a congestion event answered with the algorithm's own loss response, at most once per recovery period (one shared with losses), nothing retransmitted",
+};
+
+const BR_TCP_PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "reserved",
+        unit: "bit/s",
+        kind: ParamKind::Rate,
+        default: None,
+        min: 1.0,
+        max: 1e13,
+        help: "bandwidth reserved for the flow; sets ssthresh = reserved x min RTT after a loss",
+    },
+    ECN,
+];
 
 const fn number(
     name: &'static str,
@@ -222,6 +238,7 @@ const EXP_PARAMS: &[ParamInfo] = &[
     number("l", "1", 1.0, 0.0, 10.0, "order of the decrease rule"),
     number("literal", "0 or 1", 0.0, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
     number("iw", "packets", 10.0, 2.0, 1000.0, "initial window; 10 is ours (quiche's default); the paper's ns-2 default of 1 packet is QUIC's minimum, 2"),
+    ECN,
 ];
 
 const EWPHCC_PARAMS: &[ParamInfo] = &[
@@ -273,19 +290,23 @@ const EWPHCC_PARAMS: &[ParamInfo] = &[
         1.0,
         "fraction of the window kept on a loss (0.75: ns-2 Vegas, as the report's simulations ran; 0.5: the report's text)",
     ),
+    ECN,
 ];
 
 /// `filter=` of DCM+ and DCM: the bandwidth filter, with the paper's as
 /// default (codes of `estimators::WestwoodFilterKind`).
-const fn dcm_params(default_filter: f64) -> [ParamInfo; 1] {
-    [number(
+const fn dcm_params(default_filter: f64) -> [ParamInfo; 2] {
+    [
+        number(
         "filter",
         "0, 1 or 2",
         default_filter,
         0.0,
         2.0,
         "bandwidth filter: 0 Linux tcp_westwood.c (Westwood+); 1 ns-3 Westwood, per-ACK Tustin (DCM's paper); 2 ns-3 Westwood+, per-RTT Tustin (DCM+'s paper)",
-    )]
+        ),
+        ECN,
+    ]
 }
 
 const DCM_PLUS_PARAMS: &[ParamInfo] = &dcm_params(2.0);
@@ -418,10 +439,11 @@ const SMCC_PARAMS: &[ParamInfo] = &[
         max: 0.0,
         help: "offline mode: take alpha and beta from this table, by the base RTT and rate measured at the end of slow start, instead of tuning online",
     },
+    ECN,
 ];
 
 /// The binomial parameters, with a preset's constants as defaults.
-const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 4] {
+const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 5] {
     [
         number(
             "k",
@@ -448,6 +470,7 @@ const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 4] {
             "increase constant",
         ),
         number("beta", "1", preset.beta, 1e-6, 1000.0, "decrease constant"),
+        ECN,
     ]
 }
 
@@ -466,6 +489,57 @@ fn binomial(name: &'static str, p: &Params) -> Controller {
     }))
 }
 
+/// DCTCP's and Prague's EWMA gain g (RFC 8257 and Linux: 1/16).
+const G: ParamInfo = number(
+    "g",
+    "1",
+    1.0 / 16.0,
+    1.0 / 1024.0,
+    1.0,
+    "gain of alpha = (1 - g) alpha + g F, once per observation window (about an RTT); 1/16: RFC 8257 and Linux (dctcp_shift_g = 4, PRAGUE_SHIFT_G = 4)",
+);
+
+const DCTCP_PARAMS: &[ParamInfo] = &[
+    G,
+    number(
+        "alpha_init",
+        "1",
+        1.0,
+        0.0,
+        1.0,
+        "alpha before the first window ends; 1: Linux (dctcp_alpha_on_init = 1024, i.e. 1), so the first mark halves the window",
+    ),
+    ParamInfo {
+        name: "ect",
+        unit: "ect0 or ect1",
+        kind: ParamKind::Choice(&["ect0", "ect1"]),
+        default: Some(0.0),
+        min: 0.0,
+        max: 1.0,
+        help: "codepoint sent: ect0 as RFC 8257 and Linux by default; ect1 as Linux's dctcp_ect=1, to be classed L4S by a DualQ AQM",
+    },
+];
+
+const PRAGUE_PARAMS: &[ParamInfo] = &[
+    G,
+    number(
+        "vrtt",
+        "ms",
+        25.0,
+        0.0,
+        1000.0,
+        "virtual RTT: below it the additive increase is scaled by (sRTT / vrtt)^2 per RTT, so the rate grows as a flow's at vrtt would, and CE reductions and alpha updates come at most once per vrtt; 25: the Prague draft and Linux (prague_rtt_target); 0: no RTT independence",
+    ),
+    number(
+        "transition",
+        "rounds",
+        0.0,
+        0.0,
+        1e6,
+        "rounds after slow start before RTT independence applies; 0: at once (ours); Linux's prague_rtt_transition is 500",
+    ),
+];
+
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo, BuiltinOptions::default())
 }
@@ -476,7 +550,7 @@ const ENTRIES: &[Entry] = &[
             name: "newreno",
             summary: "NewReno as RFC 9002 specifies it; the reference plugin",
             origin: Origin::Plugin,
-            params: &[],
+            params: &[ECN],
         },
         build: |_| Controller::Plugin(Arc::new(NewRenoConfig::default())),
     },
@@ -485,7 +559,7 @@ const ENTRIES: &[Entry] = &[
             name: "tahoe",
             summary: "TCP Tahoe: on loss ssthresh = max(flight/2, 2 MSS), cwnd = minimum window, slow start again; no fast recovery",
             origin: Origin::Plugin,
-            params: &[],
+            params: &[ECN],
         },
         build: |_| Controller::Plugin(Arc::new(crate::newreno::TahoeConfig::default())),
     },
@@ -667,7 +741,10 @@ const ENTRIES: &[Entry] = &[
             name: "fixed",
             summary: "a constant window of `window` packets: no reaction to loss or delay (a reference flow; the example plugin of docs/writing-a-plugin.md)",
             origin: Origin::Plugin,
-            params: &[number("window", "packets", 10.0, 2.0, 100000.0, "the congestion window")],
+            params: &[
+                number("window", "packets", 10.0, 2.0, 100000.0, "the congestion window"),
+                ECN,
+            ],
         },
         build: |p| {
             Controller::Plugin(Arc::new(crate::fixed::FixedConfig {
@@ -713,9 +790,43 @@ const ENTRIES: &[Entry] = &[
         },
         build: |_| builtin(CongestionControlAlgorithm::Bbr2Gcongestion),
     },
+    // The ECN plugins come after the built-ins, so that every algorithm
+    // registered before them keeps its place, and with it its colour in
+    // reports (`harness::report::palette` colours by registry position).
+    Entry {
+        info: AlgorithmInfo {
+            name: "dctcp",
+            summary: "DCTCP (RFC 8257, Linux tcp_dctcp.c): ECT(0), alpha = EWMA of the marked fraction per window, cwnd x (1 - alpha/2) on marks once per RTT, NewReno otherwise",
+            origin: Origin::Plugin,
+            params: DCTCP_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(crate::dctcp::DctcpConfig {
+                g: p.get("g"),
+                alpha_init: p.get("alpha_init"),
+                ect1: p.get("ect") >= 0.5,
+            }))
+        },
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "prague",
+            summary: "Prague-style L4S sender (RFC 9331 4.3; Linux tcp_prague, draft-briscoe-iccrg-prague): ECT(1), DCTCP-like alpha response, additive increase as at a 25 ms virtual RTT when the RTT is shorter, paced at cwnd/sRTT, halving on loss",
+            origin: Origin::Plugin,
+            params: PRAGUE_PARAMS,
+        },
+        build: |p| {
+            Controller::Plugin(Arc::new(crate::prague::PragueConfig {
+                g: p.get("g"),
+                vrtt: std::time::Duration::from_secs_f64(p.get("vrtt") / 1e3),
+                transition: p.get("transition").round() as u64,
+            }))
+        },
+    },
 ];
 
-/// Every algorithm the registry knows, plugins first.
+/// Every algorithm the registry knows: the loss- and delay-based plugins,
+/// quiche's built-ins, then the ECN plugins (`dctcp`, `prague`).
 pub fn algorithms() -> impl Iterator<Item = &'static AlgorithmInfo> {
     ENTRIES.iter().map(|e| &e.info)
 }
@@ -1079,7 +1190,17 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
             ),
         });
     }
-    Ok((entry.build)(&params))
+    let built = (entry.build)(&params);
+    match built {
+        Controller::Plugin(inner)
+            if info.params.iter().any(|p| p.name == ECN.name) && params.get(ECN.name) >= 0.5 =>
+        {
+            Ok(Controller::Plugin(Arc::new(crate::ecn::ClassicEcnConfig {
+                inner,
+            })))
+        }
+        other => Ok(other),
+    }
 }
 
 /// `ALG:...,table=FILE,...` with the table's entry nearest to the condition
@@ -1181,11 +1302,22 @@ mod tests {
         let e = parse("vegas:delta=1").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "`vegas` has no parameter `delta`; valid: alpha, beta, gamma, linux_slow_start, loss_response"
+            "`vegas` has no parameter `delta`; valid: alpha, beta, gamma, linux_slow_start, loss_response, ecn"
         );
 
-        let e = parse("newreno:x=1").unwrap_err();
+        let e = parse("bbr2:x=1").unwrap_err();
         assert!(e.to_string().ends_with("it takes no parameters"), "{e}");
+        let e = parse("newreno:x=1").unwrap_err();
+        assert!(e.to_string().ends_with("valid: ecn"), "{e}");
+        assert!(matches!(
+            parse("newreno:ecn=l4s"),
+            Err(SpecError::BadValue { .. })
+        ));
+        // DCTCP and Prague answer marks themselves: no `ecn=`.
+        assert!(matches!(
+            parse("dctcp:ecn=classic"),
+            Err(SpecError::UnknownParam { .. })
+        ));
 
         let e = parse("vegas:alpha=-1").unwrap_err();
         assert!(
@@ -1353,9 +1485,16 @@ mod tests {
                 "beta",
                 "gamma",
                 "linux_slow_start",
-                "loss_response"
+                "loss_response",
+                "ecn"
             ]
         );
+        // Every plugin but DCTCP and Prague takes `ecn=`; no built-in does.
+        for a in &all {
+            let has = a.params.iter().any(|p| p.name == "ecn");
+            let expected = a.origin == Origin::Plugin && !matches!(a.name, "dctcp" | "prague");
+            assert_eq!(has, expected, "{}", a.name);
+        }
         let names = |n: &str| {
             all.iter()
                 .find(|a| a.name == n)

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use quiche::cc::{
-    AckEvent, AckedPacket, CongestionController, ControllerConfig, LossEvent, PacketSpace,
-    RttEstimates, SentPacket,
+    AckEvent, AckedPacket, CongestionController, ControllerConfig, Ecn, EcnEvent, LossEvent,
+    PacketSpace, RttEstimates, SentPacket,
 };
 
 /// Maximum datagram size used by [`Driver::config`].
@@ -27,6 +27,8 @@ pub struct Driver<C> {
     pub in_flight: Vec<(u64, usize, Instant)>,
     next_pkt_num: u64,
     acked_buf: Vec<AckedPacket>,
+    /// Send time of the largest packet of the last ACK, and its bytes.
+    last_ack: Option<(Instant, usize)>,
 }
 
 /// The configuration the unit tests use: 1200-byte datagrams, an initial
@@ -50,6 +52,7 @@ impl<C: CongestionController> Driver<C> {
             in_flight: Vec::new(),
             next_pkt_num: 0,
             acked_buf: Vec::new(),
+            last_ack: None,
         }
     }
 
@@ -108,6 +111,7 @@ impl<C: CongestionController> Driver<C> {
                     }),
             );
         let acked_bytes: usize = self.acked_buf.iter().map(|p| p.size).sum();
+        self.last_ack = Some((newest_sent, acked_bytes));
         let mut rtt = self.rtt_estimates();
         rtt.latest_rtt = sample;
         let ack = AckEvent {
@@ -124,6 +128,31 @@ impl<C: CongestionController> Driver<C> {
             recovery_start_time: None,
         };
         self.cc.on_ack(&ack, self.now);
+    }
+
+    /// Reports ECN feedback for the last ACK frame (as quiche does, after
+    /// its `on_ack`): `newly_ce` marks among `newly_ect` ECN-capable
+    /// packets.
+    pub fn ecn(&mut self, newly_ce: u64, newly_ect: u64) {
+        let (sent, acked_bytes) = self.last_ack.unwrap_or((self.now, 0));
+        let ev = EcnEvent {
+            space: PacketSpace::Application,
+            newly_ce,
+            newly_ect,
+            acked_bytes,
+            largest_acked_time_sent: sent,
+            bytes_in_flight: self.bytes_in_flight(),
+            rtt: self.rtt_estimates(),
+        };
+        self.cc.on_ecn(&ev, self.now);
+    }
+
+    /// Sends `n` full-size packets, acknowledges them in one ACK and
+    /// reports `ce` of them marked.
+    pub fn round_with_marks(&mut self, n: usize, ce: u64) {
+        self.send(n, MSS, false);
+        self.ack(n, false);
+        self.ecn(ce, n as u64);
     }
 
     /// Sends `n` full-size packets and acknowledges all of them together.
@@ -153,5 +182,70 @@ impl<C: CongestionController> Driver<C> {
         };
         self.now += Duration::from_micros(1);
         self.cc.on_congestion_event(&ev, self.now);
+    }
+}
+
+/// A boxed controller (from a registry factory) as a controller, for
+/// [`Driver`].
+#[derive(Debug)]
+pub struct Boxed(pub Box<dyn CongestionController>);
+
+impl CongestionController for Boxed {
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        self.0.on_packet_sent(pkt, now);
+    }
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
+        self.0.on_ack(ack, now);
+    }
+    fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
+        self.0.on_congestion_event(loss, now);
+    }
+    fn on_persistent_congestion(&mut self, now: Instant) {
+        self.0.on_persistent_congestion(now);
+    }
+    fn on_pto(&mut self, pto_count: u32, now: Instant) {
+        self.0.on_pto(pto_count, now);
+    }
+    fn on_spurious_loss(&mut self, now: Instant) {
+        self.0.on_spurious_loss(now);
+    }
+    fn on_mtu_change(&mut self, max_datagram_size: usize) {
+        self.0.on_mtu_change(max_datagram_size);
+    }
+    fn on_restart_after_idle(&mut self, idle: Duration, now: Instant) {
+        self.0.on_restart_after_idle(idle, now);
+    }
+    fn congestion_window(&self) -> usize {
+        self.0.congestion_window()
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        self.0.pacing_rate()
+    }
+    fn ssthresh(&self) -> Option<usize> {
+        self.0.ssthresh()
+    }
+    fn state_name(&self) -> &'static str {
+        self.0.state_name()
+    }
+    fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.0.visit_metrics(f);
+    }
+    fn ecn_codepoint(&self) -> Ecn {
+        self.0.ecn_codepoint()
+    }
+    fn on_ecn(&mut self, ecn: &EcnEvent, now: Instant) {
+        self.0.on_ecn(ecn, now);
+    }
+}
+
+/// A driver around a controller built from a registry spec.
+///
+/// # Panics
+///
+/// If the spec is refused or names a quiche built-in.
+pub fn driver_for(spec: &str) -> Driver<Boxed> {
+    match crate::parse(spec) {
+        Ok(crate::Controller::Plugin(f)) => Driver::new(Boxed(f.build(&config()))),
+        other => panic!("{spec}: {other:?}"),
     }
 }

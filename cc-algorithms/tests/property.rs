@@ -1,7 +1,11 @@
 //! Every algorithm, driven by random event sequences, never panics and never
 //! gives a NaN, infinite or too-small window: the window stays at or above
-//! 2 x the current max datagram size. 200 cases x 600 events = 120,000
-//! events per algorithm with default parameters, and 30,000 more for each
+//! 2 x the current max datagram size. The events include ECN feedback
+//! (`on_ecn`) with any counts: none, zero, huge (up to u64::MAX), more marks
+//! than ECN-capable packets, marks with no acknowledged bytes, and marks on
+//! packets sent at any time. 200 cases x 600 events = 120,000
+//! events per algorithm with default parameters and as many with `ecn` at
+//! its maximum (`ecn=classic`), and 30,000 more for each other
 //! parameter at its minimum and at its maximum. Each extreme runs with the
 //! other parameters at values the registry accepts with it (searched: Vegas
 //! alpha at its maximum needs beta there too); an extreme no accepted spec
@@ -40,6 +44,23 @@ enum Op {
     Spurious,
     Mtu(usize),
     Idle(u64),
+    Ecn {
+        ce: u64,
+        ect: u64,
+        acked_bytes: usize,
+        /// 0: the last ACK's newest packet; 1: now; 2: the start.
+        sent: u8,
+        srtt_us: u64,
+    },
+}
+
+fn count() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => Just(0u64),
+        4 => 1u64..64,
+        1 => Just(u64::MAX),
+        1 => any::<u64>(),
+    ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -54,6 +75,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Spurious),
         1 => (1200usize..9000).prop_map(Op::Mtu),
         1 => (0u64..100_000_000).prop_map(Op::Idle),
+        4 => (count(), count(), prop_oneof![Just(0usize), 1usize..100_000, Just(usize::MAX)], 0u8..3, prop_oneof![Just(0u64), 1u64..2_000_000])
+            .prop_map(|(ce, ect, acked_bytes, sent, srtt_us)| Op::Ecn { ce, ect, acked_bytes, sent, srtt_us }),
     ]
 }
 
@@ -75,6 +98,8 @@ fn run(name: &str, cc: &mut dyn CongestionController, ops: &[Op]) {
     let mut in_flight: Vec<(u64, usize, Instant)> = Vec::new();
     let mut min_rtt: Option<Duration> = None;
     let mut acked = Vec::new();
+    let start = now;
+    let mut last_acked_sent: Option<Instant> = None;
     check(name, cc, mss);
     for op in ops {
         now += Duration::from_micros(10);
@@ -119,6 +144,9 @@ fn run(name: &str, cc: &mut dyn CongestionController, ops: &[Op]) {
                         }),
                 );
                 let bytes: usize = acked.iter().map(|p: &AckedPacket| p.size).sum();
+                if n > 0 {
+                    last_acked_sent = Some(acked[n - 1].time_sent);
+                }
                 let rtt_sample = (sample && n > 0).then(|| now - acked[n - 1].time_sent);
                 if let Some(s) = rtt_sample {
                     min_rtt = Some(min_rtt.map_or(s, |m| m.min(s)));
@@ -177,6 +205,34 @@ fn run(name: &str, cc: &mut dyn CongestionController, ops: &[Op]) {
             Op::Idle(us) => {
                 now += Duration::from_micros(us);
                 cc.on_restart_after_idle(Duration::from_micros(us), now);
+            }
+            Op::Ecn {
+                ce,
+                ect,
+                acked_bytes,
+                sent,
+                srtt_us,
+            } => {
+                let srtt = Duration::from_micros(srtt_us);
+                let ev = EcnEvent {
+                    space: PacketSpace::Application,
+                    newly_ce: ce,
+                    newly_ect: ect,
+                    acked_bytes,
+                    largest_acked_time_sent: match sent {
+                        0 => last_acked_sent.unwrap_or(now),
+                        1 => now,
+                        _ => start,
+                    },
+                    bytes_in_flight: bif,
+                    rtt: RttEstimates {
+                        latest_rtt: srtt,
+                        min_rtt,
+                        smoothed_rtt: srtt,
+                        rttvar: srtt / 2,
+                    },
+                };
+                cc.on_ecn(&ev, now);
             }
         }
         check(name, cc, mss);
@@ -292,7 +348,15 @@ fn every_plugin_stays_numerically_safe() {
         initial_rtt: Duration::from_millis(333),
     };
     let plugins = settings();
-    assert!(plugins.len() >= 14, "{} plugins", plugins.len());
+    assert!(plugins.len() >= 18, "{} plugins", plugins.len());
+    for (name, settings) in &plugins {
+        // Every plugin runs ECN-capable: with `ecn=classic`, or DCTCP and
+        // Prague as they are.
+        assert!(
+            settings.iter().any(|s| s.what == "ecn=max") || matches!(*name, "dctcp" | "prague"),
+            "{name} never runs with ECN"
+        );
+    }
     // Each setting's runs, counted after the run ends (a spec refused here
     // fails the case; nothing is skipped).
     let runs: RefCell<BTreeMap<(&str, String), usize>> = RefCell::new(BTreeMap::new());
@@ -304,8 +368,9 @@ fn every_plugin_stays_numerically_safe() {
     });
     let result = runner.run(&proptest::collection::vec(op(), 600), |ops| {
         for (name, settings) in &plugins {
-            // The defaults get every event; each extreme setting the first
-            // quarter (30,000 events over the 200 cases).
+            // The defaults and `ecn=classic` get every event; each other
+            // extreme setting the first quarter (30,000 events over the 200
+            // cases).
             for (i, s) in settings.iter().enumerate() {
                 let factory = match cc_algorithms::parse(&s.spec) {
                     Ok(Controller::Plugin(f)) => f,
@@ -313,7 +378,7 @@ fn every_plugin_stays_numerically_safe() {
                     Err(e) => panic!("{}: accepted once, refused now: {e}", s.spec),
                 };
                 let mut cc = factory.build(&config);
-                let events = if i == 0 {
+                let events = if i == 0 || s.what == "ecn=max" {
                     &ops[..]
                 } else {
                     &ops[..ops.len() / 4]
