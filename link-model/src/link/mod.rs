@@ -66,7 +66,9 @@ pub mod units;
 
 use std::fmt;
 
-pub use aqm::{Aqm, CoDelParams, PieParams, RedParams, Sched};
+pub use aqm::{
+    Aqm, CoDelParams, DualPi2Params, PieParams, RedParams, Sched, StepParams, StepThreshold,
+};
 pub use impairments::{JitterDistribution, LossModel};
 pub use trace::Trace;
 pub use units::QueueLimit;
