@@ -33,8 +33,12 @@ pub struct Counters {
     /// Their bytes.
     pub arrived_bytes: u64,
     /// Drops by reason, in [`DropReason::ALL`]'s order: loss, queue_full,
-    /// red, codel, pie, dualpi2_c, dualpi2_l.
-    pub dropped: [u64; 7],
+    /// red, codel, pie (the reasons before DualPI2; this array keeps its
+    /// length, so readers of the JSON and of `dropped[i]` are unchanged).
+    pub dropped: [u64; 5],
+    /// DualPI2's drops: dualpi2_c, dualpi2_l (absent from JSON while none).
+    #[serde(skip_serializing_if = "no_dualpi2_drops")]
+    pub dropped_dualpi2: [u64; 2],
     /// CE marks by reason, in [`MarkReason::ALL`]'s order: red, codel,
     /// pie, dualpi2_c, dualpi2_l, step (absent from JSON while none).
     #[serde(skip_serializing_if = "no_marks")]
@@ -63,15 +67,33 @@ fn no_marks(m: &[u64; 6]) -> bool {
     m.iter().all(|&x| x == 0)
 }
 
+fn no_dualpi2_drops(m: &[u64; 2]) -> bool {
+    m.iter().all(|&x| x == 0)
+}
+
 impl Counters {
     /// Drops of every reason.
     pub fn drops(&self) -> u64 {
-        self.dropped.iter().sum()
+        self.dropped.iter().sum::<u64>() + self.dropped_dualpi2.iter().sum::<u64>()
     }
 
     /// Drops of one reason.
     pub fn dropped_by(&self, why: DropReason) -> u64 {
-        self.dropped[why.index()]
+        let i = why.index();
+        if i < self.dropped.len() {
+            self.dropped[i]
+        } else {
+            self.dropped_dualpi2[i - self.dropped.len()]
+        }
+    }
+
+    fn drop_slot(&mut self, why: DropReason) -> &mut u64 {
+        let i = why.index();
+        if i < self.dropped.len() {
+            &mut self.dropped[i]
+        } else {
+            &mut self.dropped_dualpi2[i - self.dropped.len()]
+        }
     }
 
     /// CE marks of every reason.
@@ -193,7 +215,7 @@ impl Direction {
         sojourn: u64,
         log: &mut dyn Sink,
     ) {
-        self.counters.dropped[why.index()] += 1;
+        *self.counters.drop_slot(why) += 1;
         self.counters.dropped_bytes += pkt.len() as u64;
         log.record(&self.rec(t, Kind::Drop, pkt, why as u8, sojourn));
     }
@@ -649,6 +671,34 @@ mod tests {
                 assert!(r.sojourn_ns >= 5_000_000);
             }
         }
+    }
+
+    /// DualPI2's drops are counted beside the older reasons, whose array
+    /// keeps its five entries; its L marks carry their reason.
+    #[test]
+    fn dualpi2_drops_and_marks_are_counted() {
+        use crate::elements::Ecn;
+        let (log, d, _) = overload("dualpi2", Ecn::NotEct);
+        let c = &d.counters;
+        assert!(c.dropped_by(DropReason::DualPi2C) > 100, "{c:?}");
+        assert_eq!(c.dropped_dualpi2[0], c.dropped_by(DropReason::DualPi2C));
+        assert_eq!(
+            c.drops(),
+            log.iter().filter(|r| r.kind == Kind::Drop as u8).count() as u64
+        );
+        let j = serde_json::to_value(c).unwrap();
+        assert_eq!(j["dropped"].as_array().unwrap().len(), 5);
+        assert!(j.get("dropped_dualpi2").is_some() && j.get("marked").is_none());
+        let (_, d, _) = overload("dualpi2", Ecn::Ect1);
+        assert!(d.counters.marked_by(MarkReason::DualPi2L) > 100);
+        // Unresponsive, they overflow the queue; PI2 (on the empty C
+        // queue) stays at 0, so no DualPI2 drop.
+        assert_eq!(
+            d.counters.drops(),
+            d.counters.dropped_by(DropReason::QueueFull)
+        );
+        let j = serde_json::to_value(&d.counters).unwrap();
+        assert!(j.get("dropped_dualpi2").is_none() && j.get("marked").is_some());
     }
 
     /// With Not-ECT traffic an AQM's `ecn` changes nothing: the same log,

@@ -254,7 +254,8 @@ impl Aqm {
         }
     }
 
-    pub(super) fn to_spec(self) -> String {
+    /// The spec that parses back to this management.
+    pub fn to_spec(self) -> String {
         match self {
             Aqm::DropTail => "droptail".into(),
             Aqm::Red(p) => p.to_spec(),
