@@ -515,4 +515,54 @@ mod tests {
         assert!(drops[0] > 50, "{drops:?}");
         assert_eq!(drops[1], 0);
     }
+
+    /// fq_codel with `ecn`: the ECT flow that builds a queue is marked
+    /// and loses nothing; a Not-ECT flow doing the same is dropped from.
+    #[test]
+    fn each_class_codel_marks_its_own_ect_flow() {
+        use crate::elements::packet::{Ecn, MarkReason};
+        let mut q = cq(1 << 30, None);
+        q.aqm = Aqm::CoDel(CoDelParams {
+            ecn: true,
+            ..CoDelParams::default()
+        });
+        let mut s = Scheduler::new(Sched::Fq, q, &[], 1500);
+        let ms = 1_000_000u64;
+        let (mut marks, mut drops) = ([0u32; 3], [0u32; 3]);
+        // Flows 0 (ECT(0)) and 1 (Not-ECT) each arrive at their share and
+        // a half, flow 2 at half its share.
+        for i in 0..6000u64 {
+            let now = i * ms;
+            for f in [0u16, 1] {
+                let e = if f == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+                s.enqueue(Packet::sized(1000, f, now).with_ecn(e), now)
+                    .unwrap();
+                if i % 2 == 0 {
+                    s.enqueue(Packet::sized(1000, f, now).with_ecn(e), now)
+                        .unwrap();
+                }
+            }
+            if i % 3 == 0 {
+                s.enqueue(Packet::sized(1000, 2, now).with_ecn(Ecn::Ect1), now)
+                    .unwrap();
+            }
+            for _ in 0..2 {
+                if let Some((p, _, m)) = s.dequeue(now, |p, why, _| {
+                    assert_eq!(why, DropReason::CoDel);
+                    drops[p.flow as usize] += 1;
+                }) {
+                    if let Some(why) = m {
+                        assert_eq!((why, p.ecn), (MarkReason::CoDel, Ecn::Ce));
+                        marks[p.flow as usize] += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            marks[0] > 50 && drops[1] > 50,
+            "marks {marks:?} drops {drops:?}"
+        );
+        assert_eq!((drops[0], marks[1]), (0, 0));
+        assert_eq!((drops[2], marks[2]), (0, 0));
+    }
 }
