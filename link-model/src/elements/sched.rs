@@ -547,14 +547,13 @@ mod tests {
                     .unwrap();
             }
             for _ in 0..2 {
-                if let Some((p, _, m)) = s.dequeue(now, |p, why, _| {
+                let got = s.dequeue(now, |p, why, _| {
                     assert_eq!(why, DropReason::CoDel);
                     drops[p.flow as usize] += 1;
-                }) {
-                    if let Some(why) = m {
-                        assert_eq!((why, p.ecn), (MarkReason::CoDel, Ecn::Ce));
-                        marks[p.flow as usize] += 1;
-                    }
+                });
+                if let Some((p, _, Some(why))) = got {
+                    assert_eq!((why, p.ecn), (MarkReason::CoDel, Ecn::Ce));
+                    marks[p.flow as usize] += 1;
                 }
             }
         }
