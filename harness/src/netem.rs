@@ -11,7 +11,24 @@
 //! - the **bottleneck** (rate, queue limit, AQM) at the root of the
 //!   router's egress veth towards the receiver (`rs0` for up, `rc0` for
 //!   down): `tbf` for drop-tail with a byte limit, otherwise `htb` with one
-//!   class at the rate and a leaf `bfifo`/`pfifo`, `red` or `codel`.
+//!   class at the rate and a leaf `bfifo`/`pfifo`, `red`, `codel`,
+//!   `fq_codel`, `pie` or `dualpi2`.
+//!
+//! **ECN.** `ecn=true` on red, codel, fq_codel and pie becomes the
+//! kernel's `ecn` option (`red ... ecn harddrop`: harddrop keeps RED's
+//! forced drops drops, as ns-2 and the emulator do; without it Linux
+//! marks those too), otherwise `noecn` where the qdisc has it (fq_codel
+//! marks by default in Linux; here only when asked). CoDel's
+//! `ce_threshold` is the kernel's. A `step` threshold in time is a
+//! `codel` whose target (1000 s) it never reaches, with `ce_threshold` at
+//! the step: it marks ECT packets above the step and, like the emulator's
+//! step, drops nothing early; a step in packets or bytes has no kernel
+//! counterpart and is refused. `dualpi2` needs `sch_dualpi2` (Linux 6.17
+//! and later); the `cclab vm` guest (Debian's 6.1 user-mode Linux) lacks
+//! it, and setup refuses saying so. Marks are read from the qdiscs'
+//! statistics (red's `marked`, codel/fq_codel/pie's `ecn_mark`,
+//! fq_codel/codel's `ce_mark`) into the samples' `marks`, without a
+//! reason.
 //!
 //! Keeping the shaper at a root avoids nesting a classful shaper under
 //! netem, and keeps the bottleneck queue separate from the delay line.
@@ -50,7 +67,7 @@ use std::time::Duration;
 
 use crate::bottleneck::{Sample, SampleWriter};
 use crate::link::units::format_duration_ns;
-use crate::link::{Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit, Sched};
+use crate::link::{Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit, Sched, StepThreshold};
 use crate::netns::{self, NetnsError, Topology};
 
 /// Why the netem backend cannot run.
@@ -85,6 +102,8 @@ pub struct Caps {
     pub fq_codel: bool,
     /// `sch_pie` works.
     pub pie: bool,
+    /// `sch_dualpi2` works (Linux 6.17 and later).
+    pub dualpi2: bool,
     /// `sch_tbf` works.
     pub tbf: bool,
     /// `sch_htb` works.
@@ -124,6 +143,7 @@ pub fn probe() -> Caps {
     caps.codel = try_qdisc(&["codel"]);
     caps.fq_codel = try_qdisc(&["fq_codel"]);
     caps.pie = try_qdisc(&["pie"]);
+    caps.dualpi2 = try_qdisc(&["dualpi2"]);
     let _ = netns::delete(&ns);
     // iproute2 prints netem's usage (to stderr) for "help"; look for seed.
     if let Ok(out) = std::process::Command::new("tc")
@@ -397,7 +417,10 @@ fn leaf_qdisc(d: &DirectionSpec, limit: u64, mtu: u64, rate: &str) -> Vec<String
                 &p.max_p.to_string(),
                 "bandwidth",
                 rate,
-            ]))
+            ]));
+            if p.ecn {
+                out.extend(s(&["ecn", "harddrop"]));
+            }
         }
         (Aqm::CoDel(c), _) => {
             // With sched = "fq", the kernel's fq_codel: flows hashed by
@@ -419,14 +442,17 @@ fn leaf_qdisc(d: &DirectionSpec, limit: u64, mtu: u64, rate: &str) -> Vec<String
             if fq {
                 out.extend(s(&["quantum", &mtu.to_string()]));
             }
-            out.push("noecn".into());
+            out.push(if c.ecn { "ecn" } else { "noecn" }.into());
+            if let Some(t) = c.ce_threshold_ns {
+                out.extend(s(&["ce_threshold", &format_duration_ns(t)]));
+            }
         }
         (Aqm::Pie(p), _) => {
             // Linux's pie (RFC 8033): `limit` in packets; `target` and
             // `tupdate` as times (tc sends µs; the kernel rounds tupdate up
             // to whole jiffies); `alpha` and `beta` as integers 0..32 in
             // units of 1/16 (the RFC's 0.125 and 1.25 are tc's 2 and 20);
-            // `noecn` (the emulator cannot mark); `bytemode` when asked.
+            // `ecn` or `noecn` as asked; `bytemode` when asked.
             // The burst allowance is fixed at 150 ms in the kernel (setup
             // refuses any other `max_burst`), and the delay comes from
             // per-packet timestamps, the default since Linux 5.1 (older
@@ -446,11 +472,64 @@ fn leaf_qdisc(d: &DirectionSpec, limit: u64, mtu: u64, rate: &str) -> Vec<String
                 &sixteenths(p.alpha),
                 "beta",
                 &sixteenths(p.beta),
-                "noecn",
+                if p.ecn { "ecn" } else { "noecn" },
             ]));
             if p.bytemode {
                 out.push("bytemode".into());
             }
+        }
+        (Aqm::Step(p), _) => {
+            // A time step is the kernel's ce_threshold on a codel that
+            // never drops (its target is beyond any sojourn a link's
+            // queue reaches); check_link refuses packet and byte steps.
+            let pkts = (limit / mtu).max(1);
+            let k = match p.threshold {
+                StepThreshold::Time(k) => k,
+                _ => 0,
+            };
+            out.extend(s(&[
+                "codel",
+                "limit",
+                &pkts.to_string(),
+                "target",
+                "1000s",
+                "interval",
+                "1000s",
+                "noecn",
+                "ce_threshold",
+                &format_duration_ns(k),
+            ]));
+        }
+        (Aqm::DualPi2(p), _) => {
+            // Linux's dualpi2 (6.17+): RFC 9332 with the same PI2 gains,
+            // coupling and L step; `limit` in packets; drops at dequeue
+            // and ECT(1)/CE to the L queue (its defaults, given
+            // explicitly). Its scheduler is a weighted round robin
+            // (classic_protection 10 %) where the emulator uses a
+            // time-shifted FIFO; check_link refuses an L ramp, which the
+            // kernel does not have.
+            let pkts = (limit / mtu).max(1);
+            out.extend(s(&[
+                "dualpi2",
+                "limit",
+                &pkts.to_string(),
+                "target",
+                &format_duration_ns(p.target_ns),
+                "tupdate",
+                &format_duration_ns(p.tupdate_ns),
+                "alpha",
+                &p.alpha.to_string(),
+                "beta",
+                &p.beta.to_string(),
+                "coupling_factor",
+                &(p.k.round() as u64).to_string(),
+                "step_thresh",
+                &format_duration_ns(p.l_thresh_ns),
+                "min_qlen_step",
+                &p.l_min_qlen.to_string(),
+                "drop_dequeue",
+                "l4s_ect",
+            ]));
         }
     }
     out
@@ -492,6 +571,33 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 )))
             }
             Aqm::Pie(_) if !caps.pie => return Err(missing("pie")),
+            Aqm::Step(p) => match p.threshold {
+                StepThreshold::Time(_) if !caps.codel => return Err(missing("codel")),
+                StepThreshold::Time(_) => {}
+                StepThreshold::Packets(_) | StepThreshold::Bytes(_) => {
+                    return Err(NetemError::Unsupported(format!(
+                        "link.{dir}.aqm: `{}` has no counterpart in the kernel (Linux marks on a queue length only through red's moving average); give the step as a time, such as step:threshold=1ms (the kernel's ce_threshold)",
+                        d.aqm.to_spec()
+                    )))
+                }
+            },
+            Aqm::DualPi2(_) if !caps.dualpi2 => {
+                return Err(NetemError::Unsupported(format!(
+                    "link.{dir}.aqm: dualpi2 needs the kernel's sch_dualpi2 (Linux 6.17 and later), which this kernel lacks (the cclab vm guest runs Debian's 6.1 user-mode Linux: red, codel, fq_codel and pie with ecn and ce_threshold, but no dualpi2)"
+                )))
+            }
+            Aqm::DualPi2(p) if p.l_range_ns > 0 => {
+                return Err(NetemError::Unsupported(format!(
+                    "link.{dir}.aqm: dualpi2 l_range={}: the kernel's dualpi2 has a step (step_thresh) and no ramp; l_range must be 0us",
+                    format_duration_ns(p.l_range_ns)
+                )))
+            }
+            Aqm::DualPi2(p) if p.k.fract() != 0.0 || p.k > 255.0 => {
+                return Err(NetemError::Unsupported(format!(
+                    "link.{dir}.aqm: dualpi2 k={}: the kernel's coupling_factor is a whole number from 1 to 255",
+                    p.k
+                )))
+            }
             _ => {}
         }
     }
@@ -530,6 +636,9 @@ pub struct QdiscStats {
     pub backlog: u64,
     /// Packets queued.
     pub qlen: u64,
+    /// CE marks (red's `marked`, codel/fq_codel/pie's `ecn_mark`,
+    /// codel/fq_codel's `ce_mark`; the largest of the qdiscs').
+    pub marks: u64,
 }
 
 /// Reads the root qdisc's counters from `tc -s -j qdisc show` output. Drops
@@ -549,6 +658,17 @@ pub fn parse_root_stats(json: &str) -> Option<QdiscStats> {
         drops: all.iter().map(|q| n(q, "drops")).max().unwrap_or(0),
         backlog: n(root, "backlog"),
         qlen: n(root, "qlen"),
+        marks: all
+            .iter()
+            .map(|q| {
+                let x = q.get("xstats").unwrap_or(q);
+                ["marked", "ecn_mark", "ce_mark"]
+                    .iter()
+                    .map(|k| n(x, k).max(n(q, k)))
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0),
     })
 }
 
@@ -761,6 +881,8 @@ pub(crate) fn start_sampler(
                         queue_packets: s.qlen,
                         drops: drops_total.saturating_sub(ps.drops + pnd),
                         drops_total,
+                        marks: s.marks.saturating_sub(ps.marks),
+                        marks_total: s.marks,
                     })?;
                     prev[i][k] = (t, s, nd);
                 }
@@ -1003,10 +1125,94 @@ mod tests {
                 packets: 1,
                 drops: 2,
                 backlog: 3000,
-                qlen: 2
+                qlen: 2,
+                marks: 0,
             })
         );
+        // Marks: red's `marked`, codel's `ecn_mark` + `ce_mark` (in the
+        // object or under `xstats`); the largest qdisc's.
+        let j = r#"[{"kind":"htb","handle":"1:","root":true,"bytes":90,"packets":1,"drops":0,"backlog":0,"qlen":0},{"kind":"codel","handle":"10:","parent":"1:1","ecn_mark":4,"ce_mark":3},{"kind":"red","handle":"20:","xstats":{"marked":5}}]"#;
+        assert_eq!(parse_root_stats(j).unwrap().marks, 7);
         assert_eq!(parse_root_stats("[]"), None);
         assert_eq!(parse_root_stats("not json"), None);
+    }
+
+    #[test]
+    fn ecn_options_become_the_kernels() {
+        let leaf = |toml_text: &str| {
+            let l = spec(&format!("rate = \"20mbit\"\nrtt = \"40ms\"\n{toml_text}"));
+            line(&shaper_args("r", "rc0", &l, Dir::Down, 1500)[2])
+        };
+        assert!(leaf("aqm = \"red:ecn=true\"\nqueue = \"200kb\"")
+            .ends_with("probability 0.1 bandwidth 20000000bit ecn harddrop"));
+        assert!(!leaf("aqm = \"red\"\nqueue = \"200kb\"").contains("ecn"));
+        assert_eq!(
+            leaf("aqm = \"codel:ecn=true,ce_threshold=1ms\""),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: codel limit 66 target 5ms interval 100ms ecn ce_threshold 1ms"
+        );
+        assert_eq!(
+            leaf("aqm = \"fq_codel:ecn=true,ce_threshold=500us\""),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: fq_codel limit 66 target 5ms interval 100ms quantum 1500 ecn ce_threshold 500us"
+        );
+        assert_eq!(
+            leaf("aqm = \"fq_codel:ce_threshold=1ms\""),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: fq_codel limit 66 target 5ms interval 100ms quantum 1500 noecn ce_threshold 1ms"
+        );
+        assert!(leaf("aqm = \"pie:ecn=true\"")
+            .ends_with("pie limit 66 target 15ms tupdate 15ms alpha 2 beta 20 ecn"));
+        assert_eq!(
+            leaf("aqm = \"step:threshold=2ms\""),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: codel limit 66 target 1000s interval 1000s noecn ce_threshold 2ms"
+        );
+        assert_eq!(
+            leaf("aqm = \"dualpi2\""),
+            "-n r qdisc replace dev rc0 parent 1:1 handle 10: dualpi2 limit 66 target 15ms tupdate 16ms alpha 0.16 beta 3.2 coupling_factor 2 step_thresh 1ms min_qlen_step 1 drop_dequeue l4s_ect"
+        );
+        // What the kernel does not have is refused, naming it.
+        let all = Caps {
+            netem: true,
+            netem_seed: true,
+            red: true,
+            codel: true,
+            fq_codel: true,
+            pie: true,
+            dualpi2: false,
+            tbf: true,
+            htb: true,
+        };
+        let refuse = |toml_text: &str, caps: &Caps| {
+            check_link(&spec(toml_text), caps, false)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let e = refuse("[down]\naqm = \"dualpi2\"", &all);
+        assert!(
+            e.contains("link.down.aqm: dualpi2 needs the kernel's sch_dualpi2 (Linux 6.17")
+                && e.contains("--link emu"),
+            "{e}"
+        );
+        let e = refuse("aqm = \"step:threshold=20pkt\"", &all);
+        assert!(
+            e.contains("link.up.aqm: `step:threshold=20pkt` has no counterpart in the kernel")
+                && e.contains("step:threshold=1ms"),
+            "{e}"
+        );
+        assert_eq!(refuse("aqm = \"step:threshold=1ms\"", &all), "");
+        assert_eq!(
+            refuse("aqm = \"codel:ecn=true,ce_threshold=1ms\"", &all),
+            ""
+        );
+        let with_dualpi2 = Caps {
+            dualpi2: true,
+            ..all.clone()
+        };
+        assert_eq!(refuse("aqm = \"dualpi2\"", &with_dualpi2), "");
+        let e = refuse("aqm = \"dualpi2:l_range=400us\"", &with_dualpi2);
+        assert!(e.contains("l_range=400us") && e.contains("no ramp"), "{e}");
+        let e = refuse("aqm = \"dualpi2:k=2.5\"", &with_dualpi2);
+        assert!(e.contains("coupling_factor is a whole number"), "{e}");
+        let e = refuse("aqm = \"step:threshold=1ms\"", &Caps::default());
+        assert!(e.contains("`codel`"), "{e}");
     }
 }

@@ -21,6 +21,10 @@ pub enum Kind {
     Depart = 2,
     /// A duplicate copy entered.
     Duplicate = 3,
+    /// An AQM set CE on it (see the reason, a `MarkReason` code); the
+    /// packet stays queued (marks at enqueue, logged after its arrival)
+    /// or departs (marks at dequeue, logged before its departure).
+    Mark = 4,
 }
 
 /// One per-packet event.
@@ -34,15 +38,20 @@ pub struct Record {
     pub dir: u8,
     /// A [`Kind`] code.
     pub kind: u8,
-    /// A drop reason code (`emu::DropReason`), 0 when not a drop.
+    /// A drop reason code (`DropReason`) for drops, a mark reason code
+    /// (`MarkReason`, the same code for the same mechanism) for marks, 0
+    /// otherwise.
     pub reason: u8,
+    /// The packet's ECN codepoint after the event (`Ecn` bits: 0 Not-ECT,
+    /// 1 ECT(1), 2 ECT(0), 3 CE).
+    pub ecn: u8,
     /// Datagram size, bytes.
     pub size: u16,
     /// Queue bytes after the event.
     pub queue_bytes: u32,
     /// Queue packets after the event.
     pub queue_packets: u32,
-    /// Time spent queued, ns (departs and CoDel drops).
+    /// Time spent queued, ns (departs, dequeue drops and dequeue marks).
     pub sojourn_ns: u32,
 }
 
@@ -55,6 +64,7 @@ impl Record {
         b[10] = self.dir;
         b[11] = self.kind;
         b[12] = self.reason;
+        b[13] = self.ecn;
         b[14..16].copy_from_slice(&self.size.to_le_bytes());
         b[16..20].copy_from_slice(&self.queue_bytes.to_le_bytes());
         b[20..24].copy_from_slice(&self.queue_packets.to_le_bytes());
@@ -71,6 +81,7 @@ impl Record {
             dir: b[10],
             kind: b[11],
             reason: b[12],
+            ecn: b[13] & 0b11,
             size: u16::from_le_bytes([b[14], b[15]]),
             queue_bytes: u32_at(16),
             queue_packets: u32_at(20),
@@ -121,4 +132,15 @@ pub struct Sample {
     pub drops: u64,
     /// Drops since the start.
     pub drops_total: u64,
+    /// CE marks in the interval, every reason (absent when 0, so the
+    /// samples of links that mark nothing are what they were before ECN).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub marks: u64,
+    /// CE marks since the start (absent while 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub marks_total: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

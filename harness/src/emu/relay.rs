@@ -175,6 +175,8 @@ impl Relay {
                     class: self.flows[flow as usize].route.min(u16::MAX as usize) as u16,
                     arrival_ns: t,
                     hop: 0,
+                    // Not-ECT until the endpoints pass their codepoint.
+                    ecn: Default::default(),
                 };
                 let d = if dir == 0 { Dir::Up } else { Dir::Down };
                 self.core.push(d, pkt, t);

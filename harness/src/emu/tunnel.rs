@@ -274,6 +274,8 @@ impl Tunnel {
             class: route.min(u16::MAX as usize) as u16,
             arrival_ns: t,
             hop: 0,
+            // Not-ECT until the endpoints pass their codepoint.
+            ecn: Default::default(),
         };
         self.stats.packets_in[di] += 1;
         self.core.push(d, pkt, t);

@@ -438,9 +438,20 @@ fn from_counters(b: &mut BottleneckResult, c: &Counters) {
     } else {
         0.0
     };
-    for r in crate::emu::DropReason::ALL {
-        b.drops_by_reason
-            .insert(r.as_str().into(), c.dropped[r as usize - 1]);
+    // The first reasons are always listed; the newer ones (DualPI2's)
+    // when they happened, so results without them are unchanged.
+    for (i, r) in crate::emu::DropReason::ALL.into_iter().enumerate() {
+        let n = c.dropped_by(r);
+        if i < crate::emu::DropReason::ALWAYS_LISTED || n > 0 {
+            b.drops_by_reason.insert(r.as_str().into(), n);
+        }
+    }
+    b.marks = c.marks();
+    for r in link_model::elements::MarkReason::ALL {
+        let n = c.marked_by(r);
+        if n > 0 {
+            b.marks_by_reason.insert(r.as_str().into(), n);
+        }
     }
     b.loss_rate = (c.arrived_bytes > 0).then(|| c.dropped_bytes as f64 / c.arrived_bytes as f64);
 }
@@ -478,6 +489,7 @@ fn utilization(samples: &[bottleneck::Sample], d: Dir, from: f64, active_s: f64)
 fn from_samples(b: &mut BottleneckResult, samples: &[bottleneck::Sample], d: Dir, rate_bps: f64) {
     let mine = || samples.iter().filter(|s| s.dir == d.as_str());
     b.drops = mine().map(|s| s.drops_total).max().unwrap_or(0);
+    b.marks = mine().map(|s| s.marks_total).max().unwrap_or(0);
     b.bytes = mine().map(|s| s.sent_bytes).sum();
     let packets: u64 = mine().map(|s| s.sent_packets).sum();
     b.loss_rate = (packets + b.drops > 0).then(|| b.drops as f64 / (packets + b.drops) as f64);

@@ -106,6 +106,15 @@ pub struct BottleneckResult {
     pub bytes: u64,
     /// Drops by reason.
     pub drops_by_reason: BTreeMap<String, u64>,
+    /// CE marks by the link's AQMs (every reason; emu and sim per packet,
+    /// netem from the qdiscs' counters). Absent when 0, so results of
+    /// links that mark nothing are what they were before ECN.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub marks: u64,
+    /// CE marks by reason (`red`, `codel`, `pie`, `step`, `dualpi2_l`,
+    /// `dualpi2_c`; emu and sim), only the reasons that marked.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub marks_by_reason: BTreeMap<String, u64>,
     /// Bytes dropped over bytes offered to the bottleneck (every reason;
     /// emu and sim only). Unlike a per-packet rate it does not depend on
     /// how the sender cut its data into packets.
@@ -232,4 +241,8 @@ pub struct LinkSummary {
     pub rtt_ms: f64,
     /// Queue management.
     pub aqm: String,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

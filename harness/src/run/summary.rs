@@ -189,6 +189,21 @@ fn bottleneck_mean<'a>(
     let (util, uci) = mean_ci_of(&bs, |b| b.utilization);
     let (qd, qci) = mean_ci_of(&bs, |b| b.queue_delay_ms_mean);
     let (drops, _) = mean_ci_of(&bs, |b| b.drops as f64);
+    let (marks, _) = mean_ci_of(&bs, |b| b.marks as f64);
+    // Marks by reason: the mean over the repetitions of each reason any
+    // of them saw (drops_by_reason keeps the first repetition's).
+    let mut marks_by_reason = BTreeMap::new();
+    for b in &bs {
+        for k in b.marks_by_reason.keys() {
+            marks_by_reason.entry(k.clone()).or_insert_with(|| {
+                let per: Vec<f64> = bs
+                    .iter()
+                    .map(|x| x.marks_by_reason.get(k).copied().unwrap_or(0) as f64)
+                    .collect();
+                mean_ci(&per).0.round() as u64
+            });
+        }
+    }
     let first = bs.first();
     let ls: Vec<f64> = bs.iter().filter_map(|b| b.loss_rate).collect();
     let b = BottleneckResult {
@@ -205,6 +220,8 @@ fn bottleneck_mean<'a>(
         queue_delay_ms_mean: qd,
         bytes: mean_ci_of(&bs, |b| b.bytes as f64).0 as u64,
         drops_by_reason: first.map(|b| b.drops_by_reason.clone()).unwrap_or_default(),
+        marks: marks.round() as u64,
+        marks_by_reason,
         loss_rate: (!ls.is_empty()).then(|| mean_ci(&ls).0),
     };
     (b, uci, qci)

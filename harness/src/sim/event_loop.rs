@@ -336,6 +336,8 @@ impl World {
             class: class as u16,
             arrival_ns: now,
             hop: 0,
+            // Not-ECT until the endpoints pass their codepoint.
+            ecn: Default::default(),
         };
         self.net.push(d, pkt, now, log);
     }

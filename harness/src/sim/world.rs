@@ -182,6 +182,8 @@ impl World {
             class: flow as u16,
             arrival_ns: at.max(now),
             hop: 0,
+            // Not-ECT until the endpoints pass their codepoint.
+            ecn: Default::default(),
         };
         if at <= now {
             self.net.push(dir, pkt, now, log);

@@ -8,7 +8,10 @@
 
 pub mod codel;
 pub mod delay;
+pub mod dualpi2;
 pub mod duplicate;
+#[cfg(test)]
+mod ecn_tests;
 pub mod loss;
 pub mod packet;
 pub mod pie;
@@ -20,5 +23,5 @@ pub mod rng;
 pub mod sched;
 pub mod serializer;
 
-pub use packet::{DropReason, Packet};
+pub use packet::{DropReason, Ecn, MarkReason, Packet};
 pub use pipeline::{Counters, Direction, Sampler};

@@ -300,7 +300,7 @@ mod tests {
             if next_arr <= next_dep {
                 arrivals += 1;
                 match q.enqueue(Packet::sized(1250, 0, t), t) {
-                    Ok(()) => {}
+                    Ok(_) => {}
                     Err((_, DropReason::Pie)) => pie_drops.push(t),
                     Err((_, why)) => {
                         assert_eq!(why, DropReason::QueueFull);
@@ -310,7 +310,7 @@ mod tests {
                 let u = 1.0 - src.unit(); // (0, 1]
                 next_arr = t + (-u.ln() * mean_gap) as u64 + 1;
             } else {
-                let (_, sojourn) = q
+                let (_, sojourn, _) = q
                     .dequeue(t, |_, _, _| panic!("PIE drops at enqueue"))
                     .unwrap();
                 departures.push((t, sojourn));
@@ -511,6 +511,7 @@ mod tests {
                 beta: 2.0,
                 max_burst_ns: 0,
                 bytemode: true,
+                ecn: true,
             },
             PieParams {
                 target_ns: 10_000 * MS,
@@ -519,6 +520,7 @@ mod tests {
                 beta: 0.0625,
                 max_burst_ns: 10_000 * MS,
                 bytemode: false,
+                ecn: false,
             },
         ];
         for (i, params) in extremes.into_iter().enumerate() {

@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 use super::delay::Delay;
 use super::duplicate::Duplicate;
 use super::loss::Loss;
-use super::packet::{DropReason, Packet};
+use super::packet::{DropReason, MarkReason, Packet};
 use super::reorder::Reorder;
 use super::rng::Rng;
 use super::sched::{ClassQueue, Scheduler};
@@ -32,8 +32,17 @@ pub struct Counters {
     pub arrived_packets: u64,
     /// Their bytes.
     pub arrived_bytes: u64,
-    /// Drops by reason: loss, queue_full, red, codel, pie.
+    /// Drops by reason, in [`DropReason::ALL`]'s order: loss, queue_full,
+    /// red, codel, pie (the reasons before DualPI2; this array keeps its
+    /// length, so readers of the JSON and of `dropped[i]` are unchanged).
     pub dropped: [u64; 5],
+    /// DualPI2's drops: dualpi2_c, dualpi2_l (absent from JSON while none).
+    #[serde(skip_serializing_if = "no_dualpi2_drops")]
+    pub dropped_dualpi2: [u64; 2],
+    /// CE marks by reason, in [`MarkReason::ALL`]'s order: red, codel,
+    /// pie, dualpi2_c, dualpi2_l, step (absent from JSON while none).
+    #[serde(skip_serializing_if = "no_marks")]
+    pub marked: [u64; 6],
     /// Bytes dropped, every reason.
     pub dropped_bytes: u64,
     /// Copies added by duplication.
@@ -54,10 +63,47 @@ pub struct Counters {
     pub max_queue_bytes: u64,
 }
 
+fn no_marks(m: &[u64; 6]) -> bool {
+    m.iter().all(|&x| x == 0)
+}
+
+fn no_dualpi2_drops(m: &[u64; 2]) -> bool {
+    m.iter().all(|&x| x == 0)
+}
+
 impl Counters {
     /// Drops of every reason.
     pub fn drops(&self) -> u64 {
-        self.dropped.iter().sum()
+        self.dropped.iter().sum::<u64>() + self.dropped_dualpi2.iter().sum::<u64>()
+    }
+
+    /// Drops of one reason.
+    pub fn dropped_by(&self, why: DropReason) -> u64 {
+        let i = why.index();
+        if i < self.dropped.len() {
+            self.dropped[i]
+        } else {
+            self.dropped_dualpi2[i - self.dropped.len()]
+        }
+    }
+
+    fn drop_slot(&mut self, why: DropReason) -> &mut u64 {
+        let i = why.index();
+        if i < self.dropped.len() {
+            &mut self.dropped[i]
+        } else {
+            &mut self.dropped_dualpi2[i - self.dropped.len()]
+        }
+    }
+
+    /// CE marks of every reason.
+    pub fn marks(&self) -> u64 {
+        self.marked.iter().sum()
+    }
+
+    /// CE marks of one reason.
+    pub fn marked_by(&self, why: MarkReason) -> u64 {
+        self.marked[why.index()]
     }
 }
 
@@ -153,6 +199,7 @@ impl Direction {
             dir: self.dir as u8,
             kind: kind as u8,
             reason,
+            ecn: pkt.ecn.bits(),
             size: pkt.len().min(u16::MAX as usize) as u16,
             queue_bytes: self.queue.bytes().min(u32::MAX as u64) as u32,
             queue_packets: self.queue.len() as u32,
@@ -168,9 +215,21 @@ impl Direction {
         sojourn: u64,
         log: &mut dyn Sink,
     ) {
-        self.counters.dropped[why as usize - 1] += 1;
+        *self.counters.drop_slot(why) += 1;
         self.counters.dropped_bytes += pkt.len() as u64;
         log.record(&self.rec(t, Kind::Drop, pkt, why as u8, sojourn));
+    }
+
+    fn mark_packet(
+        &mut self,
+        t: u64,
+        pkt: &Packet,
+        why: MarkReason,
+        sojourn: u64,
+        log: &mut dyn Sink,
+    ) {
+        self.counters.marked[why.index()] += 1;
+        log.record(&self.rec(t, Kind::Mark, pkt, why as u8, sojourn));
     }
 
     /// A packet arrives at `now`.
@@ -193,11 +252,20 @@ impl Direction {
     fn offer(&mut self, pkt: Packet, now: u64, kind: Kind, log: &mut dyn Sink) {
         let r = self.rec(now, kind, &pkt, 0, 0);
         match self.queue.enqueue(pkt, now) {
-            Ok(()) => {
+            Ok(mark) => {
                 let mut r = r;
                 r.queue_bytes = self.queue.bytes() as u32;
                 r.queue_packets = self.queue.len() as u32;
                 log.record(&r);
+                if let Some(why) = mark {
+                    // Marked at enqueue: logged after its arrival, with
+                    // the codepoint it now has.
+                    self.counters.marked[why.index()] += 1;
+                    r.kind = Kind::Mark as u8;
+                    r.reason = why as u8;
+                    r.ecn = super::packet::Ecn::Ce.bits();
+                    log.record(&r);
+                }
                 self.counters.max_queue_bytes =
                     self.counters.max_queue_bytes.max(self.queue.bytes());
             }
@@ -222,7 +290,12 @@ impl Direction {
             for (p, why, s) in drops {
                 self.drop_packet(plan.start, &p, why, s, log);
             }
-            let Some((pkt, sojourn)) = got else { break };
+            let Some((pkt, sojourn, mark)) = got else {
+                break;
+            };
+            if let Some(why) = mark {
+                self.mark_packet(plan.start, &pkt, why, sojourn, log);
+            }
             let plan = if pkt.len() == size {
                 plan
             } else {
@@ -338,6 +411,8 @@ impl Sampler {
                 queue_packets: qp,
                 drops: c.drops() - prev.drops(),
                 drops_total: c.drops(),
+                marks: c.marks() - prev.marks(),
+                marks_total: c.marks(),
             }
         });
         for (i, d) in dirs.iter().enumerate() {
@@ -519,5 +594,143 @@ mod tests {
                 .filter(|(t, p)| *t < p.arrival_ns + 20_000_000)
                 .count()
         );
+    }
+
+    /// Drives `aqm` (a `[link]` aqm spec) at 10 Mbit/s with twice its
+    /// rate of 1250-byte packets of codepoint `ecn` for 2 s; returns the
+    /// log and the direction.
+    fn overload(aqm: &str, ecn: crate::elements::Ecn) -> (Vec<Record>, Direction, Vec<Sample>) {
+        let t: toml::Table = toml::from_str(&format!(
+            "rate = \"10mbit\"\ndelay = \"10ms\"\nqueue = \"100pkt\"\naqm = \"{aqm}\""
+        ))
+        .unwrap();
+        let l = LinkSpec::from_toml(&t, std::path::Path::new("."), "link").unwrap();
+        let mut dirs = [
+            Direction::new(&l, Dir::Up, 1500),
+            Direction::new(&l, Dir::Down, 1500),
+        ];
+        let mut sampler = Sampler::new(100_000_000);
+        let mut samples = Vec::new();
+        let mut log: Vec<Record> = Vec::new();
+        let mut out = Vec::new();
+        for i in 0..4000u64 {
+            let t = i * 500_000;
+            while sampler.next_due() <= t {
+                let due = sampler.next_due();
+                samples.extend(sampler.take(due, &dirs));
+            }
+            dirs[1].push(Packet::sized(1250, 0, t).with_ecn(ecn), t, &mut log);
+            dirs[1].advance(t, &mut log, &mut out);
+        }
+        let [_, d] = dirs;
+        (log, d, samples)
+    }
+
+    #[test]
+    fn marks_are_logged_counted_and_sampled() {
+        use crate::elements::Ecn;
+        let (log, d, samples) = overload("step:threshold=10pkt", Ecn::Ect0);
+        let marks: Vec<&Record> = log.iter().filter(|r| r.kind == Kind::Mark as u8).collect();
+        assert!(marks.len() > 1000, "{}", marks.len());
+        assert!(marks
+            .iter()
+            .all(|r| r.reason == MarkReason::Step as u8 && r.ecn == Ecn::Ce.bits()));
+        assert_eq!(d.counters.marks(), marks.len() as u64);
+        assert_eq!(d.counters.marked_by(MarkReason::Step), marks.len() as u64);
+        // Marked at enqueue: each mark follows its own arrival record.
+        for (i, r) in log.iter().enumerate() {
+            if r.kind == Kind::Mark as u8 {
+                let a = &log[i - 1];
+                assert_eq!(
+                    (a.kind, a.t_ns, a.ecn),
+                    (Kind::Arrive as u8, r.t_ns, Ecn::Ect0.bits())
+                );
+            }
+        }
+        // Departures carry the codepoint they leave with.
+        let ce_departs = log
+            .iter()
+            .filter(|r| r.kind == Kind::Depart as u8 && r.ecn == Ecn::Ce.bits())
+            .count();
+        assert!(ce_departs > 0);
+        let last = samples.iter().rfind(|s| s.dir == "down").unwrap();
+        assert!(last.marks_total > 0 && last.marks_total <= d.counters.marks());
+        let json = serde_json::to_string(last).unwrap();
+        assert!(json.contains("\"marks_total\""), "{json}");
+        // CoDel marks at dequeue: logged just before the departure.
+        let (log, d, _) = overload("codel:ecn=true", Ecn::Ect1);
+        assert!(d.counters.marked_by(MarkReason::CoDel) > 10);
+        assert_eq!(d.counters.dropped_by(DropReason::CoDel), 0);
+        for (i, r) in log.iter().enumerate() {
+            if r.kind == Kind::Mark as u8 {
+                let next = &log[i + 1];
+                assert_eq!(
+                    (next.kind, next.t_ns, next.ecn),
+                    (Kind::Depart as u8, r.t_ns, 3)
+                );
+                assert!(r.sojourn_ns >= 5_000_000);
+            }
+        }
+    }
+
+    /// DualPI2's drops are counted beside the older reasons, whose array
+    /// keeps its five entries; its L marks carry their reason.
+    #[test]
+    fn dualpi2_drops_and_marks_are_counted() {
+        use crate::elements::Ecn;
+        let (log, d, _) = overload("dualpi2", Ecn::NotEct);
+        let c = &d.counters;
+        assert!(c.dropped_by(DropReason::DualPi2C) > 100, "{c:?}");
+        assert_eq!(c.dropped_dualpi2[0], c.dropped_by(DropReason::DualPi2C));
+        assert_eq!(
+            c.drops(),
+            log.iter().filter(|r| r.kind == Kind::Drop as u8).count() as u64
+        );
+        let j = serde_json::to_value(c).unwrap();
+        assert_eq!(j["dropped"].as_array().unwrap().len(), 5);
+        assert!(j.get("dropped_dualpi2").is_some() && j.get("marked").is_none());
+        let (_, d, _) = overload("dualpi2", Ecn::Ect1);
+        assert!(d.counters.marked_by(MarkReason::DualPi2L) > 100);
+        // Unresponsive, they overflow the queue; PI2 (on the empty C
+        // queue) stays at 0, so no DualPI2 drop.
+        assert_eq!(
+            d.counters.drops(),
+            d.counters.dropped_by(DropReason::QueueFull)
+        );
+        let j = serde_json::to_value(&d.counters).unwrap();
+        assert!(j.get("dropped_dualpi2").is_none() && j.get("marked").is_some());
+    }
+
+    /// With Not-ECT traffic an AQM's `ecn` changes nothing: the same log,
+    /// record for record, the same counters, and samples whose JSON has
+    /// no mark fields (as before ECN existed).
+    #[test]
+    fn without_ect_packets_ecn_changes_nothing() {
+        use crate::elements::Ecn;
+        for (plain, with_ecn) in [
+            ("codel", "codel:ecn=true,ce_threshold=1ms"),
+            ("red:wq=0.02", "red:wq=0.02,ecn=true"),
+            ("pie", "pie:ecn=true"),
+            ("droptail", "step:threshold=5pkt"),
+        ] {
+            let (a, da, sa) = overload(plain, Ecn::NotEct);
+            let (b, db, sb) = overload(with_ecn, Ecn::NotEct);
+            assert!(a == b, "{plain} / {with_ecn}");
+            assert_eq!(da.counters, db.counters);
+            assert_eq!(db.counters.marks(), 0);
+            for (x, y) in sa.iter().zip(&sb) {
+                let (jx, jy) = (
+                    serde_json::to_string(x).unwrap(),
+                    serde_json::to_string(y).unwrap(),
+                );
+                assert_eq!(jx, jy);
+                assert!(!jy.contains("marks"), "{jy}");
+            }
+            assert!(
+                da.counters.drops() > 100,
+                "{plain}: {}",
+                da.counters.drops()
+            );
+        }
     }
 }

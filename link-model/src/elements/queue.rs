@@ -1,20 +1,34 @@
 //! The bottleneck queue: a FIFO with a byte (and optionally packet) limit,
-//! managed by drop-tail, RED or PIE (at enqueue) or CoDel (at dequeue).
+//! managed by drop-tail, RED or PIE (at enqueue), CoDel (at dequeue) or a
+//! step marking threshold (either).
+//!
+//! With `ecn`, where RED, PIE or CoDel would drop an ECN-capable packet it
+//! sets CE on it and keeps it (RFC 3168 §7): RED for its unforced early
+//! drops only (a forced drop, beyond the thresholds, stays a drop, as in
+//! ns-2 and Linux's `red ecn harddrop`); PIE while its drop probability
+//! is at most 10 % (RFC 8033 §5.1, Linux's `pie ecn`); CoDel in place of
+//! each drop of its control law, after which the marked packet is sent
+//! (Linux's `codel_dequeue`). A full queue drops whatever arrives.
 
 use std::collections::VecDeque;
 
 use super::codel::{CoDel, Verdict};
-use super::packet::{DropReason, Packet};
+use super::packet::{DropReason, MarkReason, Packet};
 use super::pie::Pie;
-use super::red::Red;
+use super::red::{Red, RedVerdict};
 use super::rng::Rng;
-use crate::link::Aqm;
+use crate::link::{Aqm, StepParams, StepThreshold};
+
+/// PIE marks instead of dropping only up to this probability (RFC 8033
+/// §5.1 `mark_ecnth`; Linux `MAX_PROB / 10`).
+const PIE_MARK_ECNTH: f64 = 0.1;
 
 enum Manager {
     DropTail,
-    Red(Red),
-    CoDel(CoDel),
-    Pie(Pie),
+    Red(Red, bool),
+    CoDel(CoDel, bool, Option<u64>),
+    Pie(Pie, bool),
+    Step(StepParams),
 }
 
 /// A FIFO queue with a limit and an AQM.
@@ -27,9 +41,15 @@ pub struct Queue {
     max_packet: u64,
 }
 
+/// What a dequeue hands out: the packet, its sojourn time (ns), and the
+/// reason it was marked CE on its way out, if it was.
+pub type Dequeued = (Packet, u64, Option<MarkReason>);
+
 impl Queue {
     /// A queue holding at most `limit_bytes` (and `limit_packets`, if
-    /// given), managed by `aqm` for a link of `rate_bps`.
+    /// given), managed by `aqm` for a link of `rate_bps`. DualPI2 is a
+    /// scheduler of two queues ([`super::dualpi2::DualPi2`], which
+    /// [`super::sched::Scheduler`] builds); here it is drop-tail.
     pub fn new(
         limit_bytes: u64,
         limit_packets: Option<u64>,
@@ -38,10 +58,11 @@ impl Queue {
         rng: Rng,
     ) -> Queue {
         let manager = match aqm {
-            Aqm::DropTail => Manager::DropTail,
-            Aqm::Red(p) => Manager::Red(Red::new(*p, rate_bps, rng)),
-            Aqm::CoDel(p) => Manager::CoDel(CoDel::new(*p)),
-            Aqm::Pie(p) => Manager::Pie(Pie::new(*p, rng)),
+            Aqm::DropTail | Aqm::DualPi2(_) => Manager::DropTail,
+            Aqm::Red(p) => Manager::Red(Red::new(*p, rate_bps, rng), p.ecn),
+            Aqm::CoDel(p) => Manager::CoDel(CoDel::new(*p), p.ecn, p.ce_threshold_ns),
+            Aqm::Pie(p) => Manager::Pie(Pie::new(*p, rng), p.ecn),
+            Aqm::Step(p) => Manager::Step(*p),
         };
         Queue {
             limit_bytes,
@@ -76,21 +97,29 @@ impl Queue {
     /// PIE's state, when this queue runs PIE.
     pub fn pie(&self) -> Option<&Pie> {
         match &self.manager {
-            Manager::Pie(p) => Some(p),
+            Manager::Pie(p, _) => Some(p),
             _ => None,
         }
     }
 
-    /// Offers a packet at `now`: queued, or handed back with the reason
-    /// it was dropped (RED's early drop is decided before the hard limit,
-    /// as ns-2 does; PIE's after it, as Linux does).
-    pub fn enqueue(&mut self, pkt: Packet, now: u64) -> Result<(), (Packet, DropReason)> {
-        if let Manager::Red(red) = &mut self.manager {
-            if red.on_arrival(self.items.len(), self.bytes, pkt.len(), now) {
-                return Err((pkt, DropReason::Red));
+    /// Offers a packet at `now`: queued (with the reason it was marked CE,
+    /// if it was), or handed back with the reason it was dropped (RED's
+    /// early drop is decided before the hard limit, as ns-2 does; PIE's
+    /// after it, as Linux does).
+    pub fn enqueue(
+        &mut self,
+        mut pkt: Packet,
+        now: u64,
+    ) -> Result<Option<MarkReason>, (Packet, DropReason)> {
+        let mut mark = None;
+        if let Manager::Red(red, ecn) = &mut self.manager {
+            match red.judge(self.items.len(), self.bytes, pkt.len(), now) {
+                RedVerdict::Pass => {}
+                RedVerdict::Early if *ecn && pkt.mark_ce() => mark = Some(MarkReason::Red),
+                _ => return Err((pkt, DropReason::Red)),
             }
         }
-        if let Manager::Pie(pie) = &mut self.manager {
+        if let Manager::Pie(pie, _) = &mut self.manager {
             pie.advance(now, self.bytes);
         }
         let size = pkt.len() as u64;
@@ -98,36 +127,51 @@ impl Queue {
             .limit_packets
             .is_some_and(|l| self.items.len() as u64 >= l);
         if self.bytes + size > self.limit_bytes || over_packets {
-            if let Manager::Pie(pie) = &mut self.manager {
+            if let Manager::Pie(pie, _) = &mut self.manager {
                 pie.on_overflow();
             }
             return Err((pkt, DropReason::QueueFull));
         }
-        if let Manager::Pie(pie) = &mut self.manager {
+        if let Manager::Pie(pie, ecn) = &mut self.manager {
             if pie.on_arrival(self.bytes, size, self.max_packet) {
-                return Err((pkt, DropReason::Pie));
+                if *ecn && pie.prob() <= PIE_MARK_ECNTH && pkt.mark_ce() {
+                    mark = Some(MarkReason::Pie);
+                } else {
+                    return Err((pkt, DropReason::Pie));
+                }
+            }
+        }
+        if let Manager::Step(p) = &self.manager {
+            let over = match p.threshold {
+                StepThreshold::Packets(k) => self.items.len() as u64 > k,
+                StepThreshold::Bytes(k) => self.bytes > k,
+                StepThreshold::Time(_) => false,
+            };
+            if over && pkt.mark_ce() {
+                mark = Some(MarkReason::Step);
             }
         }
         self.max_packet = self.max_packet.max(size);
         self.bytes += size;
         self.items.push_back((pkt, now));
-        Ok(())
+        Ok(mark)
     }
 
-    /// Takes the head at `now`, with its sojourn time. CoDel may drop
-    /// heads first; each goes to `dropped` with its sojourn time.
+    /// Takes the head at `now`, with its sojourn time and the reason it
+    /// was marked on the way out, if it was. CoDel may drop heads first;
+    /// each goes to `dropped` with its sojourn time.
     pub fn dequeue(
         &mut self,
         now: u64,
         mut dropped: impl FnMut(Packet, DropReason, u64),
-    ) -> Option<(Packet, u64)> {
-        if let Manager::Pie(pie) = &mut self.manager {
+    ) -> Option<Dequeued> {
+        if let Manager::Pie(pie, _) = &mut self.manager {
             pie.advance(now, self.bytes);
         }
         let mut first = true;
         loop {
-            let Some((pkt, t)) = self.items.pop_front() else {
-                if let Manager::CoDel(c) = &mut self.manager {
+            let Some((mut pkt, t)) = self.items.pop_front() else {
+                if let Manager::CoDel(c, _, _) = &mut self.manager {
                     c.on_empty();
                 }
                 return None;
@@ -135,23 +179,40 @@ impl Queue {
             self.bytes -= pkt.len() as u64;
             let sojourn = now.saturating_sub(t);
             if self.items.is_empty() {
-                if let Manager::Red(red) = &mut self.manager {
+                if let Manager::Red(red, _) = &mut self.manager {
                     red.on_idle(now);
                 }
             }
-            if let Manager::Pie(pie) = &mut self.manager {
+            if let Manager::Pie(pie, _) = &mut self.manager {
                 pie.on_dequeue(sojourn, self.bytes, now);
             }
-            if let Manager::CoDel(c) = &mut self.manager {
+            let mut mark = None;
+            if let Manager::CoDel(c, ecn, ce_threshold) = &mut self.manager {
                 // RFC 8289 counts the packet itself in the "bytes left" test.
                 let left = self.bytes + pkt.len() as u64;
                 if c.judge(first, sojourn, left, self.max_packet, now) == Verdict::Drop {
-                    dropped(pkt, DropReason::CoDel, sojourn);
-                    first = false;
-                    continue;
+                    if *ecn && pkt.mark_ce() {
+                        mark = Some(MarkReason::CoDel);
+                    } else {
+                        dropped(pkt, DropReason::CoDel, sojourn);
+                        first = false;
+                        continue;
+                    }
+                }
+                // Linux's ce_threshold, on what CoDel lets through.
+                if mark.is_none() && ce_threshold.is_some_and(|k| sojourn > k) && pkt.mark_ce() {
+                    mark = Some(MarkReason::Step);
                 }
             }
-            return Some((pkt, sojourn));
+            if let Manager::Step(StepParams {
+                threshold: StepThreshold::Time(k),
+            }) = self.manager
+            {
+                if sojourn > k && pkt.mark_ce() {
+                    mark = Some(MarkReason::Step);
+                }
+            }
+            return Some((pkt, sojourn, mark));
         }
     }
 }
@@ -173,7 +234,7 @@ mod tests {
         let (_, why) = q.enqueue(pkt(1), 2).unwrap_err();
         assert_eq!(why, DropReason::QueueFull);
         assert_eq!((q.len(), q.bytes()), (2, 3000));
-        let (p, sojourn) = q.dequeue(10, |_, _, _| panic!()).unwrap();
+        let (p, sojourn, _) = q.dequeue(10, |_, _, _| panic!()).unwrap();
         assert_eq!((p.len(), sojourn), (1500, 10));
         let mut qp = Queue::new(1_000_000, Some(2), &Aqm::DropTail, 1e6, Rng::new(0, 0));
         assert!(qp.enqueue(pkt(10), 0).is_ok() && qp.enqueue(pkt(10), 0).is_ok());
@@ -249,7 +310,7 @@ mod tests {
                 Err((_, DropReason::Pie)) => early += 1,
                 Err((_, DropReason::QueueFull)) => full += 1,
                 Err((_, why)) => panic!("{why:?}"),
-                Ok(()) => {}
+                Ok(_) => {}
             }
             if i % 2 == 0 {
                 q.dequeue(i * ms, |_, _, _| panic!("PIE never drops at dequeue"));

@@ -74,6 +74,15 @@ impl Red {
     /// An arrival of `size` bytes at `now` finds `q` packets (`q_bytes`
     /// bytes) queued: true to drop it early.
     pub fn on_arrival(&mut self, q: usize, q_bytes: u64, size: usize, now: u64) -> bool {
+        self.judge(q, q_bytes, size, now) != RedVerdict::Pass
+    }
+
+    /// As [`Red::on_arrival`], telling an unforced (probabilistic) early
+    /// drop, which `ecn` turns into a mark, from a forced one (the average
+    /// above `max_th`, or `2·max_th` with gentle), which stays a drop
+    /// (ns-2 `DTYPE_UNFORCED` / `DTYPE_FORCED`). Either resets `count`,
+    /// as a drop does.
+    pub fn judge(&mut self, q: usize, q_bytes: u64, size: usize, now: u64) -> RedVerdict {
         let RedParams {
             min_th,
             max_th,
@@ -106,9 +115,9 @@ impl Red {
         let pb = if self.avg < min_th {
             self.count = -1;
             self.count_bytes = 0;
-            return false;
+            return RedVerdict::Pass;
         } else if guarded {
-            return false;
+            return RedVerdict::Pass;
         } else if self.avg < max_th {
             max_p * (self.avg - min_th) / (max_th - min_th)
         } else if gentle && self.avg < 2.0 * max_th {
@@ -116,7 +125,7 @@ impl Red {
         } else {
             self.count = 0;
             self.count_bytes = 0;
-            return true;
+            return RedVerdict::Forced;
         };
         self.count += 1;
         self.count_bytes += size as u64;
@@ -144,11 +153,22 @@ impl Red {
         if self.rng.chance(pa.min(1.0)) {
             self.count = 0;
             self.count_bytes = 0;
-            true
+            RedVerdict::Early
         } else {
-            false
+            RedVerdict::Pass
         }
     }
+}
+
+/// What RED decides about an arrival.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedVerdict {
+    /// Queue it.
+    Pass,
+    /// Drop it early, by chance: with `ecn`, mark an ECN-capable one.
+    Early,
+    /// Drop it: the average is beyond where RED drops every arrival.
+    Forced,
 }
 
 #[cfg(test)]

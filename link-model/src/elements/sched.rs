@@ -32,8 +32,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::packet::{DropReason, Packet};
-use super::queue::Queue;
+use super::dualpi2::DualPi2;
+use super::packet::{DropReason, MarkReason, Packet};
+use super::queue::{Dequeued, Queue};
 use super::rng::Rng;
 use crate::link::{Aqm, Sched};
 
@@ -72,6 +73,8 @@ pub enum Scheduler {
     Fifo(Queue),
     /// Deficit round robin over class queues (`fq`, `wfq`).
     Drr(Drr),
+    /// DualPI2's L and classic queues (`aqm = "dualpi2"`, with `fifo`).
+    DualPi2(DualPi2),
 }
 
 impl Scheduler {
@@ -79,6 +82,15 @@ impl Scheduler {
     /// are the classes' weights for `wfq` (class `i` has `weights[i]`);
     /// `mtu` is the quantum of the lightest class.
     pub fn new(sched: Sched, q: ClassQueue, weights: &[f64], mtu: u64) -> Scheduler {
+        if let Aqm::DualPi2(p) = q.aqm {
+            // The link's parser allows DualPI2 with `fifo` only.
+            return Scheduler::DualPi2(DualPi2::new(
+                p,
+                q.limit_bytes,
+                q.limit_packets,
+                Rng::new(q.seed, q.stream),
+            ));
+        }
         match sched {
             Sched::Fifo => Scheduler::Fifo(q.make(q.stream)),
             Sched::Fq => Scheduler::Drr(Drr::new(Key::Flow, q, &[], mtu)),
@@ -91,6 +103,7 @@ impl Scheduler {
         match self {
             Scheduler::Fifo(q) => q.bytes(),
             Scheduler::Drr(d) => d.bytes,
+            Scheduler::DualPi2(d) => d.bytes(),
         }
     }
 
@@ -99,6 +112,7 @@ impl Scheduler {
         match self {
             Scheduler::Fifo(q) => q.len(),
             Scheduler::Drr(d) => d.len,
+            Scheduler::DualPi2(d) => d.len(),
         }
     }
 
@@ -112,27 +126,45 @@ impl Scheduler {
         match self {
             Scheduler::Fifo(q) => q.head(),
             Scheduler::Drr(d) => d.head(),
+            Scheduler::DualPi2(d) => d.head(),
         }
     }
 
-    /// Offers a packet at `now` (see [`Queue::enqueue`]).
-    pub fn enqueue(&mut self, pkt: Packet, now: u64) -> Result<(), (Packet, DropReason)> {
+    /// Offers a packet at `now` (see [`Queue::enqueue`]): queued, with
+    /// the reason it was marked CE if it was, or handed back with the
+    /// reason it was dropped.
+    pub fn enqueue(
+        &mut self,
+        pkt: Packet,
+        now: u64,
+    ) -> Result<Option<MarkReason>, (Packet, DropReason)> {
         match self {
             Scheduler::Fifo(q) => q.enqueue(pkt, now),
             Scheduler::Drr(d) => d.enqueue(pkt, now),
+            Scheduler::DualPi2(d) => d.enqueue(pkt, now),
         }
     }
 
-    /// Takes the next packet at `now` with its sojourn time; AQM drops at
-    /// dequeue go to `dropped` (see [`Queue::dequeue`]).
+    /// DualPI2's state, when the link runs it.
+    pub fn dualpi2(&self) -> Option<&DualPi2> {
+        match self {
+            Scheduler::DualPi2(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Takes the next packet at `now` with its sojourn time and its mark
+    /// reason if it was marked on the way out; AQM drops at dequeue go to
+    /// `dropped` (see [`Queue::dequeue`]).
     pub fn dequeue(
         &mut self,
         now: u64,
         dropped: impl FnMut(Packet, DropReason, u64),
-    ) -> Option<(Packet, u64)> {
+    ) -> Option<Dequeued> {
         match self {
             Scheduler::Fifo(q) => q.dequeue(now, dropped),
             Scheduler::Drr(d) => d.dequeue(now, dropped),
+            Scheduler::DualPi2(d) => d.dequeue(now, dropped),
         }
     }
 }
@@ -247,7 +279,11 @@ impl Drr {
         self.classes[self.ring[pos]].queue.head()
     }
 
-    fn enqueue(&mut self, pkt: Packet, now: u64) -> Result<(), (Packet, DropReason)> {
+    fn enqueue(
+        &mut self,
+        pkt: Packet,
+        now: u64,
+    ) -> Result<Option<MarkReason>, (Packet, DropReason)> {
         let id = match self.key {
             Key::Flow => pkt.flow,
             Key::Class => pkt.class,
@@ -256,21 +292,21 @@ impl Drr {
         let slot = self.slot(id);
         let c = &mut self.classes[slot];
         let was_empty = c.queue.is_empty();
-        c.queue.enqueue(pkt, now)?;
+        let mark = c.queue.enqueue(pkt, now)?;
         self.bytes += size;
         self.len += 1;
         if was_empty {
             c.deficit = c.quantum;
             self.ring.push_back(slot);
         }
-        Ok(())
+        Ok(mark)
     }
 
     fn dequeue(
         &mut self,
         now: u64,
         mut dropped: impl FnMut(Packet, DropReason, u64),
-    ) -> Option<(Packet, u64)> {
+    ) -> Option<Dequeued> {
         loop {
             let (pos, passes) = self.pick()?;
             // Apply the passes: every class ahead of the winner in the ring
@@ -287,7 +323,7 @@ impl Drr {
             let got = c.queue.dequeue(now, &mut dropped);
             self.bytes -= b0 - c.queue.bytes();
             self.len -= n0 - c.queue.len();
-            if let Some((pkt, _)) = &got {
+            if let Some((pkt, _, _)) = &got {
                 c.deficit = c.deficit.saturating_sub(pkt.len() as u64);
             }
             if c.queue.is_empty() {
@@ -333,7 +369,7 @@ mod tests {
                     queued[class as usize] += 1;
                 }
             }
-            let (p, _) = s.dequeue(t, |_, _, _| panic!("no AQM")).unwrap();
+            let (p, _, _) = s.dequeue(t, |_, _, _| panic!("no AQM")).unwrap();
             sent[p.class as usize] += p.len() as u64;
             queued[p.class as usize] -= 1;
         }
@@ -387,7 +423,7 @@ mod tests {
                 p.class = 1;
                 s.enqueue(p, t).unwrap();
             }
-            let (p, _) = s.dequeue(t, |_, _, _| {}).unwrap();
+            let (p, _, _) = s.dequeue(t, |_, _, _| {}).unwrap();
             sent[p.class as usize] += 1;
             if p.class == 0 {
                 queued0 -= 1;
@@ -424,7 +460,7 @@ mod tests {
         assert!(s.enqueue(Packet::sized(1400, 1, 0), 0).is_ok());
         // Everything drains, round robin between the two.
         let order: Vec<u16> = std::iter::from_fn(|| s.dequeue(1, |_, _, _| {}))
-            .map(|(p, _)| p.flow)
+            .map(|(p, _, _)| p.flow)
             .collect();
         assert_eq!(order.len(), 8);
         assert_eq!(&order[..2], &[0, 1]);
@@ -447,7 +483,7 @@ mod tests {
             t += 1;
             for _ in 0..2 {
                 let Some((size, enq)) = s.head() else { break };
-                let (p, _) = s.dequeue(t, |_, _, _| {}).unwrap();
+                let (p, _, _) = s.dequeue(t, |_, _, _| {}).unwrap();
                 assert_eq!((p.len(), p.arrival_ns), (size, enq));
             }
         }
@@ -478,5 +514,54 @@ mod tests {
         }
         assert!(drops[0] > 50, "{drops:?}");
         assert_eq!(drops[1], 0);
+    }
+
+    /// fq_codel with `ecn`: the ECT flow that builds a queue is marked
+    /// and loses nothing; a Not-ECT flow doing the same is dropped from.
+    #[test]
+    fn each_class_codel_marks_its_own_ect_flow() {
+        use crate::elements::packet::{Ecn, MarkReason};
+        let mut q = cq(1 << 30, None);
+        q.aqm = Aqm::CoDel(CoDelParams {
+            ecn: true,
+            ..CoDelParams::default()
+        });
+        let mut s = Scheduler::new(Sched::Fq, q, &[], 1500);
+        let ms = 1_000_000u64;
+        let (mut marks, mut drops) = ([0u32; 3], [0u32; 3]);
+        // Flows 0 (ECT(0)) and 1 (Not-ECT) each arrive at their share and
+        // a half, flow 2 at half its share.
+        for i in 0..6000u64 {
+            let now = i * ms;
+            for f in [0u16, 1] {
+                let e = if f == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+                s.enqueue(Packet::sized(1000, f, now).with_ecn(e), now)
+                    .unwrap();
+                if i % 2 == 0 {
+                    s.enqueue(Packet::sized(1000, f, now).with_ecn(e), now)
+                        .unwrap();
+                }
+            }
+            if i % 3 == 0 {
+                s.enqueue(Packet::sized(1000, 2, now).with_ecn(Ecn::Ect1), now)
+                    .unwrap();
+            }
+            for _ in 0..2 {
+                let got = s.dequeue(now, |p, why, _| {
+                    assert_eq!(why, DropReason::CoDel);
+                    drops[p.flow as usize] += 1;
+                });
+                if let Some((p, _, Some(why))) = got {
+                    assert_eq!((why, p.ecn), (MarkReason::CoDel, Ecn::Ce));
+                    marks[p.flow as usize] += 1;
+                }
+            }
+        }
+        assert!(
+            marks[0] > 50 && drops[1] > 50,
+            "marks {marks:?} drops {drops:?}"
+        );
+        assert_eq!((drops[0], marks[1]), (0, 0));
+        assert_eq!((drops[2], marks[2]), (0, 0));
     }
 }

@@ -1,7 +1,15 @@
 //! How a direction's bottleneck queue is managed (drop-tail, RED, CoDel,
-//! PIE) and served (one FIFO, or fair or weighted queueing by classes).
+//! PIE, a step marking threshold, DualPI2) and served (one FIFO, or fair
+//! or weighted queueing by classes).
+//!
+//! **ECN.** RED, CoDel and PIE take `ecn=true` (default false): where the
+//! AQM would drop an ECN-capable packet (ECT(0), ECT(1) or CE) it sets CE
+//! and keeps it instead, as RFC 3168 §7 and Linux's `ecn` option do;
+//! Not-ECT packets are dropped as before, and a full queue drops
+//! whatever arrives. `step` marks only (DCTCP's K), and DualPI2 (RFC
+//! 9332) classifies and marks by codepoint of its own accord.
 
-use super::units::{format_duration_ns, parse_duration_ns};
+use super::units::{format_duration_ns, parse_duration_ns, parse_size_bytes};
 use super::{err, key_values, LinkError};
 
 /// RED, with ns-2's parameter names and defaults (Floyd & Jacobson 1993;
@@ -50,6 +58,11 @@ pub struct RedParams {
     /// (ns-2 `targetdelay_`), ns; `min_th`, `max_th` and `wq` are then
     /// derived by [`RedParams::resolved`] when the link is built.
     pub auto_target_ns: Option<u64>,
+    /// Mark ECN-capable packets CE instead of dropping them early (ns-2
+    /// `setbit_`): only the unforced, probabilistic drops become marks;
+    /// a forced drop (the average above `max_th`, or `2·max_th` with
+    /// gentle) stays a drop, as in ns-2 and in Linux's `red ecn harddrop`.
+    pub ecn: bool,
 }
 
 impl Default for RedParams {
@@ -64,6 +77,7 @@ impl Default for RedParams {
             wait: false,
             bytes: false,
             auto_target_ns: None,
+            ecn: false,
         }
     }
 }
@@ -124,6 +138,15 @@ pub struct CoDelParams {
     pub target_ns: u64,
     /// Sliding window for the minimum sojourn time, ns (100 ms).
     pub interval_ns: u64,
+    /// Mark ECN-capable packets CE instead of dropping them (RFC 8289
+    /// §5.3 hands this choice to the implementation; Linux `codel ecn`,
+    /// the default of `fq_codel`): the mark takes the drop's place in
+    /// the control law, and the marked packet is sent.
+    pub ecn: bool,
+    /// Linux's `ce_threshold`: also mark every ECN-capable packet whose
+    /// sojourn time exceeds this (a step threshold on delay, for DCTCP-
+    /// style senders), whatever `ecn` says. None: off.
+    pub ce_threshold_ns: Option<u64>,
 }
 
 impl Default for CoDelParams {
@@ -131,6 +154,8 @@ impl Default for CoDelParams {
         CoDelParams {
             target_ns: 5_000_000,
             interval_ns: 100_000_000,
+            ecn: false,
+            ce_threshold_ns: None,
         }
     }
 }
@@ -147,7 +172,7 @@ impl Default for CoDelParams {
 /// | `beta=1.25` (1/s)   | `beta`        | `beta 20`: likewise `16·beta`              |
 /// | `max_burst=150ms`   | `MAX_BURST`   | none: fixed at 150 ms in Linux             |
 /// | `bytemode=false`    | — (Linux's)   | `bytemode` when true                       |
-/// | `ecn=false`         | §5.1 ECN      | `noecn` (only false: the emulator forwards UDP payloads and cannot mark CE) |
+/// | `ecn=false`         | §5.1 ECN      | `ecn` when true, else `noecn`: ECN-capable packets are marked instead of dropped while p ≤ 10 % |
 /// | `dq_rate_estimator=false` | §5.2 (optional) | `dq_rate_estimator` off, the kernel's default since 5.1: queueing delay from per-packet timestamps (only false here) |
 /// | (the link's `queue`)| —             | `limit` in packets (`queue` bytes / MTU)   |
 ///
@@ -168,6 +193,10 @@ pub struct PieParams {
     pub max_burst_ns: u64,
     /// Scale each packet's drop probability by its size over the MTU.
     pub bytemode: bool,
+    /// Mark ECN-capable packets CE instead of dropping them early, while
+    /// the drop probability is at most 10 % (RFC 8033 §5.1's
+    /// `mark_ecnth`, Linux `pie ecn`); above it they are dropped too.
+    pub ecn: bool,
 }
 
 impl PieParams {
@@ -184,6 +213,7 @@ impl Default for PieParams {
             beta: 1.25,
             max_burst_ns: Self::LINUX_MAX_BURST_NS,
             bytemode: false,
+            ecn: false,
         }
     }
 }
@@ -200,10 +230,15 @@ pub enum Aqm {
     CoDel(CoDelParams),
     /// Proportional Integral controller Enhanced.
     Pie(PieParams),
+    /// A step marking threshold (DCTCP's K): ECN-capable packets are
+    /// marked CE while the queue exceeds it; nothing is dropped early.
+    Step(StepParams),
+    /// DualPI2 (RFC 9332): an L queue and a classic queue, coupled.
+    DualPi2(DualPi2Params),
 }
 
 impl Aqm {
-    const ALLOWED: &'static str = "droptail, red[:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000,wait=false,bytes=false] or red:auto=true[,target_delay=5ms,max_p=0.1,gentle=true,mean_pktsize=500,wait=true,bytes=true], codel[:target=5ms,interval=100ms] or pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,bytemode=false,ecn=false,dq_rate_estimator=false]";
+    const ALLOWED: &'static str = "droptail, red[:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000,wait=false,bytes=false,ecn=false] or red:auto=true[,target_delay=5ms,max_p=0.1,gentle=true,mean_pktsize=500,wait=true,bytes=true,ecn=false], codel[:target=5ms,interval=100ms,ecn=false,ce_threshold=1ms], pie[:target=15ms,tupdate=15ms,alpha=0.125,beta=1.25,max_burst=150ms,bytemode=false,ecn=false,dq_rate_estimator=false], step[:threshold=1ms] (or 20pkt, 30kb) or dualpi2[:target=15ms,tupdate=16ms,alpha=0.16,beta=3.2,k=2,l_thresh=1ms,l_range=0us,l_min_qlen=1,tshift=30ms]";
 
     pub(super) fn parse(field: &str, s: &str) -> Result<Aqm, LinkError> {
         let t = s.trim();
@@ -213,28 +248,43 @@ impl Aqm {
             "red" => Ok(Aqm::Red(RedParams::parse(field, s, rest)?)),
             "codel" => Ok(Aqm::CoDel(CoDelParams::parse(field, s, rest)?)),
             "pie" => Ok(Aqm::Pie(PieParams::parse(field, rest)?)),
+            "step" => Ok(Aqm::Step(StepParams::parse(field, rest)?)),
+            "dualpi2" => Ok(Aqm::DualPi2(DualPi2Params::parse(field, s, rest)?)),
             _ => Err(err(field, format!("`{s}` is not one of {}", Self::ALLOWED))),
         }
     }
 
-    pub(super) fn to_spec(self) -> String {
+    /// The spec that parses back to this management.
+    pub fn to_spec(self) -> String {
         match self {
             Aqm::DropTail => "droptail".into(),
             Aqm::Red(p) => p.to_spec(),
-            Aqm::CoDel(p) => format!(
-                "codel:target={},interval={}",
-                format_duration_ns(p.target_ns),
-                format_duration_ns(p.interval_ns)
-            ),
+            Aqm::CoDel(p) => {
+                let mut s = format!(
+                    "codel:target={},interval={}",
+                    format_duration_ns(p.target_ns),
+                    format_duration_ns(p.interval_ns)
+                );
+                if p.ecn {
+                    s.push_str(",ecn=true");
+                }
+                if let Some(t) = p.ce_threshold_ns {
+                    s.push_str(&format!(",ce_threshold={}", format_duration_ns(t)));
+                }
+                s
+            }
             Aqm::Pie(p) => format!(
-                "pie:target={},tupdate={},alpha={},beta={},max_burst={},bytemode={}",
+                "pie:target={},tupdate={},alpha={},beta={},max_burst={},bytemode={}{}",
                 format_duration_ns(p.target_ns),
                 format_duration_ns(p.tupdate_ns),
                 p.alpha,
                 p.beta,
                 format_duration_ns(p.max_burst_ns),
-                p.bytemode
+                p.bytemode,
+                if p.ecn { ",ecn=true" } else { "" }
             ),
+            Aqm::Step(p) => format!("step:threshold={}", p.threshold.to_spec()),
+            Aqm::DualPi2(p) => p.to_spec(),
         }
     }
 
@@ -248,13 +298,28 @@ impl Aqm {
         }
     }
 
-    /// The name alone (`droptail`, `red`, `codel`, `pie`).
+    /// The name alone (`droptail`, `red`, `codel`, `pie`, `step`,
+    /// `dualpi2`).
     pub fn name(&self) -> &'static str {
         match self {
             Aqm::DropTail => "droptail",
             Aqm::Red(_) => "red",
             Aqm::CoDel(_) => "codel",
             Aqm::Pie(_) => "pie",
+            Aqm::Step(_) => "step",
+            Aqm::DualPi2(_) => "dualpi2",
+        }
+    }
+
+    /// True if it may set CE on packets (`ecn=true`, CoDel's
+    /// `ce_threshold`, `step`, `dualpi2`).
+    pub fn marks(&self) -> bool {
+        match self {
+            Aqm::DropTail => false,
+            Aqm::Red(p) => p.ecn,
+            Aqm::CoDel(p) => p.ecn || p.ce_threshold_ns.is_some(),
+            Aqm::Pie(p) => p.ecn,
+            Aqm::Step(_) | Aqm::DualPi2(_) => true,
         }
     }
 }
@@ -315,11 +380,7 @@ impl PieParams {
                 "alpha" => p.alpha = gain()?,
                 "beta" => p.beta = gain()?,
                 "bytemode" => p.bytemode = flag()?,
-                "ecn" => {
-                    if flag()? {
-                        return Err(err(field, "`ecn=true`: ECN marking is not supported (the emulator forwards UDP payloads and cannot set CE); ecn must be false"));
-                    }
-                }
+                "ecn" => p.ecn = flag()?,
                 _ => {
                     if flag()? {
                         return Err(err(field, "`dq_rate_estimator=true`: only the timestamp (sojourn time) delay estimate is implemented, Linux's default; dq_rate_estimator must be false"));
@@ -344,9 +405,10 @@ impl RedParams {
             }
             f
         };
+        let ecn = if self.ecn { ",ecn=true" } else { "" };
         match self.auto_target_ns {
             Some(t) => format!(
-                "red:auto=true,target_delay={},max_p={},gentle={},mean_pktsize={},wait={},bytes={}",
+                "red:auto=true,target_delay={},max_p={},gentle={},mean_pktsize={},wait={},bytes={}{ecn}",
                 format_duration_ns(t),
                 self.max_p,
                 self.gentle,
@@ -355,7 +417,7 @@ impl RedParams {
                 self.bytes
             ),
             None => format!(
-                "red:min_th={},max_th={},max_p={},wq={},gentle={},mean_pktsize={}{}",
+                "red:min_th={},max_th={},max_p={},wq={},gentle={},mean_pktsize={}{}{ecn}",
                 self.min_th,
                 self.max_th,
                 self.max_p,
@@ -382,6 +444,7 @@ impl RedParams {
             "bytes",
             "auto",
             "target_delay",
+            "ecn",
         ];
         let kv = key_values(field, rest, &keys)?;
         let flag = |k: &str, v: &str| -> Result<bool, LinkError> {
@@ -427,6 +490,7 @@ impl RedParams {
                 "gentle" => p.gentle = flag(k, v)?,
                 "wait" => p.wait = flag(k, v)?,
                 "bytes" => p.bytes = flag(k, v)?,
+                "ecn" => p.ecn = flag(k, v)?,
                 "auto" => {}
                 _ => {
                     if !auto {
@@ -476,7 +540,24 @@ impl CoDelParams {
     /// Parses the `k=v,...` after `codel:`; `s` is the whole spec, for errors.
     fn parse(field: &str, s: &str, rest: &str) -> Result<CoDelParams, LinkError> {
         let mut p = CoDelParams::default();
-        for (k, v) in key_values(field, rest, &["target", "interval"])? {
+        for (k, v) in key_values(field, rest, &["target", "interval", "ecn", "ce_threshold"])? {
+            if k == "ecn" {
+                p.ecn = parse_flag(field, &k, &v)?;
+                continue;
+            }
+            if k == "ce_threshold" {
+                // tc takes it in whole microseconds.
+                let d = parse_duration_ns(&v)
+                    .filter(|&d| (1000..=10_000_000_000).contains(&d) && d % 1000 == 0)
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a time from 1us to 10s in whole microseconds, such as 1ms"),
+                        )
+                    })?;
+                p.ce_threshold_ns = Some(d);
+                continue;
+            }
             let d = parse_duration_ns(&v).filter(|&d| d > 0).ok_or_else(|| {
                 err(
                     field,
@@ -529,5 +610,247 @@ impl Sched {
             Sched::Fq => "fq",
             Sched::Wfq => "wfq",
         }
+    }
+}
+
+/// `true`/`1` or `false`/`0`, else an error naming the key.
+fn parse_flag(field: &str, k: &str, v: &str) -> Result<bool, LinkError> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(err(field, format!("`{k}={v}`: {k} must be true or false"))),
+    }
+}
+
+/// Where a step threshold lies: the queue a packet finds on arrival (in
+/// packets or bytes, decided at enqueue, as DCTCP's switches mark), or
+/// its sojourn time (decided at dequeue, as Linux's `ce_threshold`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepThreshold {
+    /// Mark an arrival that finds more than this many packets queued.
+    Packets(u64),
+    /// Mark an arrival that finds more than this many bytes queued.
+    Bytes(u64),
+    /// Mark a departure that waited more than this, ns.
+    Time(u64),
+}
+
+impl StepThreshold {
+    fn to_spec(self) -> String {
+        match self {
+            StepThreshold::Packets(n) => format!("{n}pkt"),
+            StepThreshold::Bytes(b) => format!("{b}b"),
+            StepThreshold::Time(t) => format_duration_ns(t),
+        }
+    }
+}
+
+/// A step marking threshold, DCTCP's K (Alizadeh et al., SIGCOMM 2010,
+/// §3.1: "mark arriving packets if the queue occupancy is greater than
+/// K"). It marks ECN-capable packets CE and never drops: Not-ECT packets
+/// meet a drop-tail queue (the link's `queue` limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepParams {
+    /// The threshold (default 1 ms of sojourn time, the L4S step of
+    /// DualPI2's L queue).
+    pub threshold: StepThreshold,
+}
+
+impl Default for StepParams {
+    fn default() -> Self {
+        StepParams {
+            threshold: StepThreshold::Time(1_000_000),
+        }
+    }
+}
+
+impl StepParams {
+    /// Parses the `k=v,...` after `step:`.
+    fn parse(field: &str, rest: &str) -> Result<StepParams, LinkError> {
+        let mut p = StepParams::default();
+        for (k, v) in key_values(field, rest, &["threshold"])? {
+            let bad = || {
+                err(
+                    field,
+                    format!("`{k}={v}`: {k} must be packets from 1 to 1000000 (20pkt), bytes from 1b to 1gb (30kb) or a time from 1us to 10s in whole microseconds (1ms)"),
+                )
+            };
+            let t = v.trim().to_ascii_lowercase();
+            let num_end = t
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(t.len());
+            let unit = &t[num_end..];
+            p.threshold = if ["pkt", "pkts", "p", "packet", "packets"].contains(&unit) {
+                let n: f64 = t[..num_end].parse().map_err(|_| bad())?;
+                if !(1.0..=1e6).contains(&n) || n.fract() != 0.0 {
+                    return Err(bad());
+                }
+                StepThreshold::Packets(n as u64)
+            } else if let Some(d) = parse_duration_ns(&t) {
+                if !(1000..=10_000_000_000).contains(&d) || d % 1000 != 0 {
+                    return Err(bad());
+                }
+                StepThreshold::Time(d)
+            } else if let Some(b) = parse_size_bytes(&t).filter(|_| !unit.is_empty()) {
+                if !(1..=1_000_000_000).contains(&b) {
+                    return Err(bad());
+                }
+                StepThreshold::Bytes(b)
+            } else {
+                return Err(bad());
+            };
+        }
+        Ok(p)
+    }
+}
+
+/// DualPI2, the DualQ Coupled AQM of RFC 9332 with a PI2 base AQM.
+///
+/// - Classification (§4.1, RFC 9331 §5.1): ECT(1) and CE go to the L
+///   queue, Not-ECT and ECT(0) to the classic (C) queue.
+/// - The base probability `p'` comes from a PI controller on the C
+///   queue's delay (the sojourn time of its head), updated every
+///   `tupdate`: `p' += alpha·(qdelay − target) + beta·(qdelay −
+///   qdelay_old)` (delays in seconds), kept in [0, 1].
+/// - C queue: drop (Not-ECT) or mark (ECT(0)) with `p_C = p'²`.
+/// - L queue: mark with `max(p_L', p_CL)`, where `p_CL = k·p'` is the
+///   coupled probability and `p_L'` the native AQM on the L packet's
+///   sojourn time: a ramp from `l_thresh` to `l_thresh + l_range`, a step
+///   at `l_thresh` when `l_range = 0`; no native mark while the L queue
+///   holds `l_min_qlen` packets or fewer (RFC 9332 Appendix A.1's
+///   `Th_len`). When `p_CL` saturates (≥ 1) the L queue is overloaded
+///   and drops with `p_C` instead (§4.2.3), marking the rest.
+/// - Scheduler: time-shifted FIFO between the two heads: the L head goes
+///   first unless the C head has waited `tshift` longer.
+/// - One shared limit: the link's `queue`.
+///
+/// The defaults are RFC 9332 Appendix A's as Linux's `dualpi2` qdisc
+/// ships them: target 15 ms, Tupdate 16 ms, alpha 0.16 Hz, beta 3.2 Hz,
+/// k = 2, an L step at 1 ms. `tshift` is this model's choice (the RFC
+/// leaves the scheduler's parameter open): 2·target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DualPi2Params {
+    /// The C queue's target delay, ns (15 ms).
+    pub target_ns: u64,
+    /// How often p' is updated, ns (16 ms).
+    pub tupdate_ns: u64,
+    /// Integral gain, Hz (0.16).
+    pub alpha: f64,
+    /// Proportional gain, Hz (3.2).
+    pub beta: f64,
+    /// Coupling factor k (2).
+    pub k: f64,
+    /// Native L AQM: its threshold on the L sojourn time, ns (1 ms).
+    pub l_thresh_ns: u64,
+    /// Native L AQM: the ramp's width, ns (0: a step).
+    pub l_range_ns: u64,
+    /// No native L marking while the L queue holds at most this many
+    /// packets (1).
+    pub l_min_qlen: u64,
+    /// The time-shifted FIFO's shift, ns (30 ms).
+    pub tshift_ns: u64,
+}
+
+impl Default for DualPi2Params {
+    fn default() -> Self {
+        DualPi2Params {
+            target_ns: 15_000_000,
+            tupdate_ns: 16_000_000,
+            alpha: 0.16,
+            beta: 3.2,
+            k: 2.0,
+            l_thresh_ns: 1_000_000,
+            l_range_ns: 0,
+            l_min_qlen: 1,
+            tshift_ns: 30_000_000,
+        }
+    }
+}
+
+impl DualPi2Params {
+    /// The spec that parses back to these parameters.
+    fn to_spec(self) -> String {
+        format!(
+            "dualpi2:target={},tupdate={},alpha={},beta={},k={},l_thresh={},l_range={},l_min_qlen={},tshift={}",
+            format_duration_ns(self.target_ns),
+            format_duration_ns(self.tupdate_ns),
+            self.alpha,
+            self.beta,
+            self.k,
+            format_duration_ns(self.l_thresh_ns),
+            format_duration_ns(self.l_range_ns),
+            self.l_min_qlen,
+            format_duration_ns(self.tshift_ns)
+        )
+    }
+
+    /// Parses the `k=v,...` after `dualpi2:`; `s` is the whole spec.
+    fn parse(field: &str, s: &str, rest: &str) -> Result<DualPi2Params, LinkError> {
+        let mut p = DualPi2Params::default();
+        let keys = [
+            "target",
+            "tupdate",
+            "alpha",
+            "beta",
+            "k",
+            "l_thresh",
+            "l_range",
+            "l_min_qlen",
+            "tshift",
+        ];
+        for (k, v) in key_values(field, rest, &keys)? {
+            let time = |lo: u64, lo_text: &str| -> Result<u64, LinkError> {
+                parse_duration_ns(&v)
+                    .filter(|&d| (lo..=10_000_000_000).contains(&d) && d % 1000 == 0)
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a time from {lo_text} to 10s in whole microseconds, such as 15ms"),
+                        )
+                    })
+            };
+            let num = |lo: f64, hi: f64| -> Result<f64, LinkError> {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && (lo..=hi).contains(x) && *x > 0.0)
+                    .ok_or_else(|| {
+                        err(
+                            field,
+                            format!("`{k}={v}`: {k} must be a number above {lo} and at most {hi}"),
+                        )
+                    })
+            };
+            match k.as_str() {
+                "target" => p.target_ns = time(1000, "1us")?,
+                "tupdate" => p.tupdate_ns = time(1_000_000, "1ms")?,
+                "alpha" => p.alpha = num(0.0, 100.0)?,
+                "beta" => p.beta = num(0.0, 100.0)?,
+                "k" => p.k = num(0.0, 100.0)?,
+                "l_thresh" => p.l_thresh_ns = time(1000, "1us")?,
+                "l_range" => p.l_range_ns = time(0, "0us")?,
+                "tshift" => p.tshift_ns = time(0, "0us")?,
+                _ => {
+                    p.l_min_qlen = v
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|n| *n <= 1_000_000)
+                        .ok_or_else(|| {
+                            err(
+                                field,
+                                format!("`{k}={v}`: {k} must be a whole number of packets from 0 to 1000000"),
+                            )
+                        })?
+                }
+            }
+        }
+        if p.k < 1.0 {
+            return Err(err(
+                field,
+                format!(
+                    "`{s}`: the coupling factor k must be at least 1 (RFC 9332 §2.1 recommends 2)"
+                ),
+            ));
+        }
+        Ok(p)
     }
 }

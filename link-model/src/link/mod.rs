@@ -22,6 +22,8 @@
 //! reorder = "0%"
 //! queue = "1bdp"              # 100pkt | 64kb | 1bdp
 //! aqm = "droptail"            # droptail | red[:min_th=5,...] | red:auto=true | codel[:target=5ms,...] | pie[:target=15ms,...] | fq_codel[:...] (= codel with sched fq)
+//!                             # ecn=true on red/codel/pie/fq_codel marks ECN-capable packets instead of dropping;
+//!                             # codel[:ce_threshold=1ms] | step[:threshold=1ms|20pkt|30kb] | dualpi2[:target=15ms,...] (see aqm.rs)
 //! sched = "fifo"              # fifo | fq | wfq (deficit round robin; see below)
 //! seed = 1
 //!
@@ -66,7 +68,9 @@ pub mod units;
 
 use std::fmt;
 
-pub use aqm::{Aqm, CoDelParams, PieParams, RedParams, Sched};
+pub use aqm::{
+    Aqm, CoDelParams, DualPi2Params, PieParams, RedParams, Sched, StepParams, StepThreshold,
+};
 pub use impairments::{JitterDistribution, LossModel};
 pub use trace::Trace;
 pub use units::QueueLimit;

@@ -360,5 +360,15 @@ fn apply_queue(d: &mut DirectionSpec, fields: &Fields) -> Result<(), LinkError> 
             ));
         }
     }
+    if matches!(d.aqm, Aqm::DualPi2(_)) && d.sched != Sched::Fifo {
+        let f = format!("{}.sched", fields.prefix);
+        return Err(err(
+            &f,
+            format!(
+                "`{}` with aqm = \"dualpi2\": DualPI2 is its own scheduler of two queues (L and classic); sched must be \"fifo\"",
+                d.sched.as_str()
+            ),
+        ));
+    }
     Ok(())
 }

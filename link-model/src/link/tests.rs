@@ -51,13 +51,17 @@ fn pie_takes_linux_defaults_and_round_trips() {
         beta,
         max_burst_ns,
         bytemode,
+        ecn,
     } = PieParams::default();
     // RFC 8033 / Linux: 15 ms, 15 ms, alpha 0.125 (tc 2), beta 1.25 (tc 20), 150 ms.
     assert_eq!(
         (target_ns, tupdate_ns, max_burst_ns),
         (15_000_000, 15_000_000, 150_000_000)
     );
-    assert_eq!((alpha * 16.0, beta * 16.0, bytemode), (2.0, 20.0, false));
+    assert_eq!(
+        (alpha * 16.0, beta * 16.0, bytemode, ecn),
+        (2.0, 20.0, false, false)
+    );
     let l = parse(
         "[up]\naqm = \"PIE:target=20ms,tupdate=30ms,alpha=0.25,beta=2,max_burst=100ms,bytemode=true,ecn=false,dq_rate_estimator=0\"",
     )
@@ -69,6 +73,7 @@ fn pie_takes_linux_defaults_and_round_trips() {
         beta: 2.0,
         max_burst_ns: 100_000_000,
         bytemode: true,
+        ecn: false,
     };
     assert_eq!(l.up.aqm, Aqm::Pie(want));
     assert_eq!(l.down.aqm, Aqm::DropTail);
@@ -172,7 +177,67 @@ fn queue_management_errors_name_field_value_and_allowed() {
             "link.aqm",
             "tupdate must be a time from 1ms",
         ),
-        ("aqm = \"pie:ecn=true\"", "link.aqm", "ecn must be false"),
+        (
+            "aqm = \"red:ecn=yes\"",
+            "link.aqm",
+            "ecn must be true or false",
+        ),
+        (
+            "aqm = \"codel:ecn=2\"",
+            "link.aqm",
+            "ecn must be true or false",
+        ),
+        (
+            "aqm = \"codel:ce_threshold=0ms\"",
+            "link.aqm",
+            "ce_threshold must be a time from 1us to 10s",
+        ),
+        (
+            "aqm = \"step:threshold=0pkt\"",
+            "link.aqm",
+            "threshold must be packets from 1 to 1000000",
+        ),
+        ("aqm = \"step:threshold=20\"", "link.aqm", "`threshold=20`"),
+        (
+            "aqm = \"step:k=20pkt\"",
+            "link.aqm",
+            "unknown key `k`; allowed: threshold",
+        ),
+        (
+            "aqm = \"dualpi2:k=0.5\"",
+            "link.aqm",
+            "coupling factor k must be at least 1",
+        ),
+        (
+            "aqm = \"dualpi2:alpha=-1\"",
+            "link.aqm",
+            "alpha must be a number above 0",
+        ),
+        (
+            "aqm = \"dualpi2:tupdate=10us\"",
+            "link.aqm",
+            "tupdate must be a time from 1ms to 10s",
+        ),
+        (
+            "aqm = \"dualpi2:l_min_qlen=x\"",
+            "link.aqm",
+            "l_min_qlen must be a whole number of packets from 0 to 1000000",
+        ),
+        (
+            "aqm = \"dualpi2:limit=5\"",
+            "link.aqm",
+            "unknown key `limit`",
+        ),
+        (
+            "aqm = \"dualpi2\"\nsched = \"fq\"",
+            "link.sched",
+            "sched must be \"fifo\"",
+        ),
+        (
+            "aqm = \"dualpi2\"\n[down]\nsched = \"wfq\"",
+            "link.down.sched",
+            "DualPI2 is its own scheduler",
+        ),
         (
             "aqm = \"pie:ecn=maybe\"",
             "link.aqm",
@@ -314,4 +379,85 @@ fn red_specs_round_trip() {
         l.to_toml()["down"]["aqm"].as_str(),
         Some("red:min_th=5,max_th=15,max_p=0.1,wq=0.002,gentle=true,mean_pktsize=1000")
     );
+}
+
+#[test]
+fn ecn_options_parse_and_round_trip() {
+    use crate::link::{CoDelParams, DualPi2Params, RedParams, StepParams, StepThreshold};
+    let cases: [(&str, Aqm); 9] = [
+        (
+            "red:ecn=true",
+            Aqm::Red(RedParams {
+                ecn: true,
+                ..RedParams::default()
+            }),
+        ),
+        (
+            "red:auto=true,ecn=1",
+            Aqm::Red(RedParams {
+                ecn: true,
+                ..RedParams::ns2_auto()
+            }),
+        ),
+        (
+            "codel:ecn=true,ce_threshold=2500us",
+            Aqm::CoDel(CoDelParams {
+                ecn: true,
+                ce_threshold_ns: Some(2_500_000),
+                ..CoDelParams::default()
+            }),
+        ),
+        (
+            "pie:ecn=true",
+            Aqm::Pie(PieParams {
+                ecn: true,
+                ..PieParams::default()
+            }),
+        ),
+        ("step", Aqm::Step(StepParams::default())),
+        (
+            "step:threshold=20pkt",
+            Aqm::Step(StepParams {
+                threshold: StepThreshold::Packets(20),
+            }),
+        ),
+        (
+            "step:threshold=30kb",
+            Aqm::Step(StepParams {
+                threshold: StepThreshold::Bytes(30 * 1024),
+            }),
+        ),
+        ("dualpi2", Aqm::DualPi2(DualPi2Params::default())),
+        (
+            "dualpi2:target=20ms,k=3,l_thresh=800us,l_range=400us,tshift=50ms,l_min_qlen=0",
+            Aqm::DualPi2(DualPi2Params {
+                target_ns: 20_000_000,
+                k: 3.0,
+                l_thresh_ns: 800_000,
+                l_range_ns: 400_000,
+                tshift_ns: 50_000_000,
+                l_min_qlen: 0,
+                ..DualPi2Params::default()
+            }),
+        ),
+    ];
+    for (spec, want) in cases {
+        let l = parse(&format!("aqm = \"{spec}\"")).unwrap();
+        assert_eq!(l.down.aqm, want, "{spec}");
+        assert!(l.down.aqm.marks(), "{spec}");
+        let back = LinkSpec::from_toml(&l.to_toml(), Path::new("."), "link").unwrap();
+        assert_eq!(back, l, "{spec}");
+    }
+    // fq_codel's options reach each flow's CoDel.
+    let l = parse("aqm = \"fq_codel:ecn=true,ce_threshold=1ms\"").unwrap();
+    assert_eq!(l.down.sched, Sched::Fq);
+    assert!(matches!(l.down.aqm, Aqm::CoDel(p) if p.ecn && p.ce_threshold_ns == Some(1_000_000)));
+    // Without ecn the specs are what they were before ECN existed, so
+    // the bottleneck log's header (which holds them) is unchanged.
+    for spec in ["red", "red:auto=true", "codel", "pie"] {
+        let l = parse(&format!("aqm = \"{spec}\"")).unwrap();
+        assert!(!l.down.aqm.marks());
+        assert!(!l.down.aqm.to_spec().contains("ecn"), "{spec}");
+        assert!(!l.down.aqm.to_spec().contains("ce_threshold"), "{spec}");
+    }
 }
