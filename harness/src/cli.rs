@@ -46,7 +46,9 @@ pub struct LinkArgs {
     /// Queue limit: 100pkt, 64kb or 1bdp.
     #[arg(long)]
     pub queue: Option<String>,
-    /// Queue management: droptail, red[:...], codel[:...], pie[:...].
+    /// Queue management: droptail, red[:...], codel[:...], pie[:...],
+    /// fq_codel[:...], step[:threshold=1ms|20pkt], dualpi2[:...]; ecn=true on
+    /// red, codel, pie and fq_codel marks instead of dropping.
     #[arg(long)]
     pub aqm: Option<String>,
     /// A mahimahi trace file for time-varying capacity (instead of --rate).

@@ -1,5 +1,7 @@
 //! A throwaway Linux guest for running commands on a kernel that has what
 //! this host's lacks (netem, red, codel, fq_codel, pie): `cclab vm -- CMD`.
+//! Its 6.1 kernel has no `sch_dualpi2` (Linux 6.17): DualPI2 runs on emu
+//! and sim only.
 //!
 //! Two kinds of guest:
 //!
