@@ -412,3 +412,54 @@ fn without_root_ip_mode_says_what_is_missing() {
         "{err}"
     );
 }
+
+#[test]
+fn ip_mode_carries_ecn_codepoints_and_marks_with_a_valid_checksum() {
+    if !ip_mode() {
+        return;
+    }
+    // As the relay's test: a step marker at 5 packets, a burst of ECT(0)
+    // datagrams mostly marked CE, Not-ECT ones never. The receiving
+    // kernel checks each IPv4 header's checksum, so a marked packet whose
+    // checksum were wrong would not arrive at all.
+    let mut net = TunNet::create(1).unwrap();
+    let emu = Emulator::start_ip(
+        EmuConfig::new(
+            link(&[
+                ("rate", "10mbit"),
+                ("rtt", "2ms"),
+                ("queue", "200pkt"),
+                ("aqm", "step:threshold=5pkt"),
+            ]),
+            Vec::new(),
+        ),
+        &mut net,
+    )
+    .unwrap();
+    let server = tun::server_ip(0);
+    let (ready_tx, ready) = mpsc::channel();
+    let srv = in_ns(&net.server_ns, move || {
+        let s = std::net::UdpSocket::bind((server, 5002)).unwrap();
+        ready_tx.send(()).unwrap();
+        common::recv_with_tos(&s)
+    });
+    ready.recv().unwrap();
+    let to = std::net::SocketAddr::from((server, 5002));
+    in_ns(&net.client_ns, move || {
+        let tx = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        common::send_burst(&tx, to, 1, 0x01, b'1');
+        std::thread::sleep(Duration::from_millis(50));
+        common::send_burst(&tx, to, 40, 0x02, b'0');
+        common::send_burst(&tx, to, 40, 0x00, b'n');
+    })
+    .join()
+    .unwrap();
+    let got = srv.join().unwrap();
+    emu.stop().unwrap();
+    net.remove().unwrap();
+    let count = |tag: u8, tos: u8| got.iter().filter(|&&g| g == (tag, tos)).count();
+    assert_eq!(count(b'1', 0x01), 1, "{got:?}");
+    assert_eq!(count(b'n', 0x00), 40, "{got:?}");
+    assert_eq!(count(b'0', 0x02) + count(b'0', 0x03), 40, "{got:?}");
+    assert!(count(b'0', 0x03) >= 30, "{got:?}");
+}

@@ -3,6 +3,8 @@
 //! Bounds here are wide enough for a shared, noisy 2-core machine; the
 //! accuracy benchmark (`make bench-link`) reports the tight figures.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -401,4 +403,40 @@ fn pie_holds_the_delay_near_its_target() {
     // longer than the queue lasts (and while the overshoot unwinds), so
     // utilization depends on the machine's load more than drop-tail's.
     assert!(m.delivered_bps > 0.85 * 10e6, "{}", m.delivered_bps);
+}
+
+#[test]
+fn the_relay_carries_ecn_codepoints_and_marks_ect_packets_ce() {
+    // A step marker at 5 packets: a burst of 40 ECT(0) datagrams queues
+    // far beyond it, so most leave marked CE; Not-ECT datagrams are never
+    // marked, and ECT(1) ones that find no queue keep their codepoint.
+    let l = link(&[
+        ("rate", "10mbit"),
+        ("rtt", "2ms"),
+        ("queue", "200pkt"),
+        ("aqm", "step:threshold=5pkt"),
+    ]);
+    let rx = std::net::UdpSocket::bind(lo()).unwrap();
+    let emu = Emulator::start(EmuConfig::new(
+        l,
+        vec![Route {
+            listen: lo(),
+            target: rx.local_addr().unwrap(),
+        }],
+    ))
+    .unwrap();
+    let tx = std::net::UdpSocket::bind(lo()).unwrap();
+    let to = emu.listen_addrs()[0];
+    common::send_burst(&tx, to, 1, 0x01, b'1');
+    std::thread::sleep(Duration::from_millis(50));
+    common::send_burst(&tx, to, 40, 0x02, b'0');
+    common::send_burst(&tx, to, 40, 0x00, b'n');
+    let got = common::recv_with_tos(&rx);
+    emu.stop().unwrap();
+    let count = |tag: u8, tos: u8| got.iter().filter(|&&g| g == (tag, tos)).count();
+    assert_eq!(count(b'1', 0x01), 1, "{got:?}");
+    assert_eq!(count(b'n', 0x00), 40, "{got:?}");
+    assert_eq!(count(b'0', 0x02) + count(b'0', 0x03), 40, "{got:?}");
+    assert!(count(b'0', 0x03) >= 30, "{got:?}");
+    assert!(count(b'0', 0x02) >= 5, "{got:?}");
 }

@@ -12,8 +12,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use super::config::{EmuConfig, EmuError, EmuReport, Snapshot};
 use super::engine::{create_logs, topology, LinkCore};
 use super::monotonic_ns;
-use super::packet::Packet;
-use super::sockets::{bind_listeners, realtime_ns, recv_stamped, upstream_socket};
+use super::packet::{Ecn, Packet};
+use super::sockets::{bind_listeners, realtime_ns, recv_stamped, send_with_tos, upstream_socket};
 use crate::link::Dir;
 
 /// One client of one route, with its own socket towards the server.
@@ -104,10 +104,21 @@ impl Relay {
         let mut out = std::mem::take(&mut self.core.out);
         for (due, d, pkt) in out.drain(..) {
             let f = &self.flows[pkt.flow as usize];
-            let r = if d == Dir::Up {
-                f.upstream.send(&pkt.data)
-            } else {
-                self.listeners[f.route].send_to(&pkt.data, f.client)
+            let tos = pkt.ecn.bits();
+            // A datagram that came (or was marked) with an ECN codepoint
+            // leaves with it; the others take the plain path.
+            let r = match (d, tos) {
+                (Dir::Up, 0) => f.upstream.send(&pkt.data).map(drop),
+                (Dir::Up, _) => send_with_tos(f.upstream.as_raw_fd(), &pkt.data, None, tos),
+                (_, 0) => self.listeners[f.route]
+                    .send_to(&pkt.data, f.client)
+                    .map(drop),
+                (_, _) => send_with_tos(
+                    self.listeners[f.route].as_raw_fd(),
+                    &pkt.data,
+                    Some(f.client),
+                    tos,
+                ),
             };
             if r.is_err() {
                 self.send_errors += 1;
@@ -145,11 +156,12 @@ impl Relay {
                 continue;
             }
             for _ in 0..256 {
-                let (len, from, stamp) = match recv_stamped(self.pollfds[k].fd, &mut self.buf) {
+                let r = match recv_stamped(self.pollfds[k].fd, &mut self.buf) {
                     Ok(x) => x,
                     // WouldBlock, or an ICMP error (no server yet) surfacing here.
                     Err(_) => break,
                 };
+                let (len, from, stamp) = (r.len, r.from, r.stamp);
                 let from = if k < nl {
                     match from {
                         Some(f) => f,
@@ -175,8 +187,7 @@ impl Relay {
                     class: self.flows[flow as usize].route.min(u16::MAX as usize) as u16,
                     arrival_ns: t,
                     hop: 0,
-                    // Not-ECT until the endpoints pass their codepoint.
-                    ecn: Default::default(),
+                    ecn: Ecn::from_bits(r.tos),
                 };
                 let d = if dir == 0 { Dir::Up } else { Dir::Down };
                 self.core.push(d, pkt, t);

@@ -16,7 +16,10 @@
 //! its IP length less 28 (a 1500-byte segment with the timestamp option,
 //! 1448 bytes of payload, is charged 1472; a bare ACK of 52 bytes, 24).
 //! On delivery the kept header is put back in front and the packet is
-//! written unchanged (no address or checksum is touched).
+//! written unchanged (no address or checksum is touched), except for its
+//! ECN field: the codepoint of the TOS byte rides on [`Packet::ecn`], and
+//! a packet the link marked CE leaves with CE in its header and the
+//! header checksum updated (RFC 1624).
 //!
 //! The header is found again by the packet's arrival time
 //! ([`Packet::arrival_ns`], which no link element changes): arrivals in
@@ -45,7 +48,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use super::config::{EmuConfig, EmuError, EmuReport, IpStats, Snapshot};
 use super::engine::{create_logs, topology, LinkCore};
 use super::monotonic_ns;
-use super::packet::Packet;
+use super::packet::{Ecn, Packet};
 use super::sockets::realtime_ns;
 use super::tun::{route_of, TunNet};
 use crate::link::Dir;
@@ -191,6 +194,8 @@ impl Tunnel {
             if !dup {
                 self.kept[di].remove(&pkt.arrival_ns);
             }
+            let mut header = header;
+            set_ecn(&mut header, pkt.ecn.bits());
             // Up goes to the server side's device, down to the client's.
             let fd = self.ports.fds[1 - di].as_raw_fd();
             if write_packet(fd, &header, &pkt.data).is_err() {
@@ -274,8 +279,7 @@ impl Tunnel {
             class: route.min(u16::MAX as usize) as u16,
             arrival_ns: t,
             hop: 0,
-            // Not-ECT until the endpoints pass their codepoint.
-            ecn: Default::default(),
+            ecn: Ecn::from_bits(self.buf[1]),
         };
         self.stats.packets_in[di] += 1;
         self.core.push(d, pkt, t);
@@ -316,6 +320,26 @@ fn classify(p: &[u8], d: Dir, routes: usize) -> Option<(usize, FlowKey, usize)> 
     Some((route, key, len))
 }
 
+/// Sets the ECN field (the TOS byte's two low bits) of the IPv4 header at
+/// the start of `header` to `ecn`, updating the header checksum
+/// incrementally (RFC 1624, eqn. 3) as a router that marks does.
+fn set_ecn(header: &mut [u8], ecn: u8) {
+    let old = u16::from_be_bytes([header[0], header[1]]);
+    header[1] = (header[1] & !0b11) | (ecn & 0b11);
+    let new = u16::from_be_bytes([header[0], header[1]]);
+    if old == new {
+        return;
+    }
+    let hc = u16::from_be_bytes([header[10], header[11]]);
+    // HC' = ~(~HC + ~m + m'), in ones' complement arithmetic.
+    let mut sum = u32::from(!hc) + u32::from(!old) + u32::from(new);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let hc2 = !(sum as u16);
+    header[10..12].copy_from_slice(&hc2.to_be_bytes());
+}
+
 /// Writes one packet, `header` then `data`, to a TUN device.
 fn write_packet(fd: libc::c_int, header: &[u8], data: &[u8]) -> std::io::Result<()> {
     let iov = [
@@ -353,6 +377,47 @@ mod tests {
         p[20..22].copy_from_slice(&ports.0.to_be_bytes());
         p[22..24].copy_from_slice(&ports.1.to_be_bytes());
         p
+    }
+
+    /// The IPv4 header checksum of `h`, computed from scratch.
+    fn checksum(h: &[u8]) -> u16 {
+        let mut sum: u32 = h
+            .chunks(2)
+            .enumerate()
+            .filter(|(i, _)| *i != 5)
+            .map(|(_, w)| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    #[test]
+    fn marking_ce_keeps_the_header_checksum_right() {
+        let (c, s1) = (CLIENT_IP.octets(), server_ip(1).octets());
+        for (tos, ttl) in [
+            (0x02u8, 64u8),
+            (0x01, 63),
+            (0xb9, 1),
+            (0x03, 255),
+            (0x00, 0),
+        ] {
+            let mut p = ipv4(1378, c, s1, 17, (40000, 4433));
+            p[1] = tos;
+            p[8] = ttl;
+            let hc = checksum(&p[..20]);
+            p[10..12].copy_from_slice(&hc.to_be_bytes());
+            for ecn in [3u8, 0, 1, 2] {
+                set_ecn(&mut p[..28], ecn);
+                assert_eq!(p[1], (tos & !3) | ecn);
+                assert_eq!(
+                    u16::from_be_bytes([p[10], p[11]]),
+                    checksum(&p[..20]),
+                    "tos {tos:#x} -> ecn {ecn}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -111,3 +111,75 @@ pub fn interrupt_once_running(
     unsafe { libc::kill(pid, libc::SIGINT) };
     child.wait_with_output().unwrap()
 }
+
+/// Sends `n` datagrams of 1000 bytes from `s` to `to` at once, each with
+/// `tos` in its IP header (`IP_TOS`).
+#[allow(dead_code)]
+pub fn send_burst(s: &std::net::UdpSocket, to: std::net::SocketAddr, n: usize, tos: u8, tag: u8) {
+    use std::os::fd::AsRawFd;
+    let v: libc::c_int = tos.into();
+    // SAFETY: setsockopt with an int option on a valid fd.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_TOS,
+            &v as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    for _ in 0..n {
+        s.send_to(&[tag; 1000], to).unwrap();
+    }
+}
+
+/// Reads datagrams from `s` until it stays quiet for 300 ms: each one's
+/// first byte and TOS byte (`IP_RECVTOS`).
+#[allow(dead_code)]
+pub fn recv_with_tos(s: &std::net::UdpSocket) -> Vec<(u8, u8)> {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt with an int option on a valid fd.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_RECVTOS,
+            &on as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    s.set_read_timeout(Some(std::time::Duration::from_millis(300)))
+        .unwrap();
+    let mut got = Vec::new();
+    loop {
+        let mut buf = [0u8; 2048];
+        let mut control = [0u64; 8];
+        // SAFETY: recvmsg into buffers we own, of the lengths given.
+        let (n, tos) = unsafe {
+            let mut iov = libc::iovec {
+                iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+                iov_len: buf.len(),
+            };
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+            msg.msg_controllen = std::mem::size_of_val(&control);
+            let n = libc::recvmsg(s.as_raw_fd(), &mut msg, 0);
+            let mut tos = None;
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while n > 0 && !c.is_null() {
+                if (*c).cmsg_level == libc::IPPROTO_IP && (*c).cmsg_type == libc::IP_TOS {
+                    tos = Some(*libc::CMSG_DATA(c));
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+            (n, tos)
+        };
+        if n <= 0 {
+            return got;
+        }
+        got.push((buf[0], tos.expect("the kernel passes IP_TOS")));
+    }
+}
