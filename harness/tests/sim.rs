@@ -522,6 +522,12 @@ fn several_requests_run_one_after_another_on_one_connection() {
             .map(|v| v.as_f64().unwrap())
             .collect();
         assert_eq!(ends.len() as u64, k, "{c}");
+        // The summary's completion time is the last response's end.
+        assert_eq!(f["completion_s"].as_f64(), Some(ends[ends.len() - 1]));
+        assert_eq!(
+            s["flows"][0]["completion_s"].as_f64(),
+            Some(ends[ends.len() - 1])
+        );
         // Each response takes at least a round trip after the previous.
         assert!(ends.windows(2).all(|w| w[1] > w[0] + 0.02), "{ends:?}");
         // The report's duration runs on to the connection's close.

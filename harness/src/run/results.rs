@@ -37,6 +37,11 @@ pub struct FlowResult {
     pub goodput_bps: f64,
     /// Goodput from the receiver's qlog, bit/s.
     pub qlog_goodput_bps: Option<f64>,
+    /// A flow of several requests (`requests`): seconds from its first
+    /// request to the end of its last response, when all completed
+    /// (the client's `request_ends_s`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_s: Option<f64>,
     /// RTT from the sender's qlog.
     pub rtt_ms: Option<RttMs>,
     /// Packets the sender declared lost, from its qlog; `None` (null) when
@@ -184,6 +189,10 @@ pub struct FlowSummary {
     pub rtt_ms: Option<RttMs>,
     /// Mean lost packets; null when a repetition did not measure them.
     pub lost_packets: Option<f64>,
+    /// A flow of several requests: the mean of the repetitions'
+    /// `completion_s`, when every repetition completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_s: Option<f64>,
     /// A Linux TCP flow's mean retransmitted segments (as in
     /// [`FlowResult`]); absent for QUIC flows.
     #[serde(skip_serializing_if = "Option::is_none")]

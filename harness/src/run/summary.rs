@@ -106,6 +106,16 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         .map(|f| f.retransmitted_packets.map(|l| l as f64))
         .collect();
     let retx = retx.filter(|v| !v.is_empty()).as_deref().map(mean_ci);
+    // A multi-request flow's completion time, when every repetition has one.
+    let completions: Option<Vec<f64>> = reps
+        .iter()
+        .filter_map(|r| r.flows.get(i))
+        .map(|f| f.completion_s)
+        .collect();
+    let completion = completions
+        .filter(|v| !v.is_empty())
+        .as_deref()
+        .map(mean_ci);
     let rtts: Vec<&RttMs> = reps
         .iter()
         .filter_map(|r| r.flows.get(i)?.rtt_ms.as_ref())
@@ -134,6 +144,7 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         goodput_bps: goodput,
         rtt_ms: rtt,
         lost_packets: lost.map(|l| l.0),
+        completion_s: completion.map(|c| c.0),
         retransmitted_packets: retx.map(|l| l.0),
         data_packet_bytes_mean: mean_of(&|f| f.data_packet_bytes_mean),
         data_packet_small_share: mean_of(&|f| f.data_packet_small_share),
@@ -147,6 +158,7 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
             .into_iter()
             .chain(lost.map(|l| ("lost_packets".to_string(), l.1)))
             .chain(retx.map(|l| ("retransmitted_packets".to_string(), l.1)))
+            .chain(completion.map(|c| ("completion_s".to_string(), c.1)))
             .collect(),
     }
 }
