@@ -452,6 +452,12 @@ impl Connection {
             }
         }
         if let Some(total) = m.lost_packets_total {
+            // A trace that counts its losses is the source even while the
+            // count stays 0: packets still in flight at its end are not
+            // inferred lost then.
+            if self.last_lost_counter.is_none() && self.counts.packet_lost_events == 0 {
+                self.adopt_source(LossSource::Counters);
+            }
             let prev = self.last_lost_counter.unwrap_or(0.0);
             if total > prev && self.counts.packet_lost_events == 0 {
                 let l = Loss {
@@ -466,21 +472,28 @@ impl Connection {
         }
     }
 
-    fn record_loss(&mut self, l: Loss, src: LossSource) {
-        // A better source replaces a worse one.
+    /// Makes `src` the loss source if it is better than the current one
+    /// (dropping what the worse one recorded); whether losses from `src`
+    /// count.
+    fn adopt_source(&mut self, src: LossSource) -> bool {
         let rank = |s: LossSource| match s {
             LossSource::PacketLost => 3,
             LossSource::Counters => 2,
             LossSource::Inferred => 1,
             LossSource::None => 0,
         };
-        if rank(src) < rank(self.loss_source) {
-            return;
-        }
         if rank(src) > rank(self.loss_source) {
             self.loss_source = src;
             self.series.losses.clear();
             self.lost = (0, 0);
+        }
+        rank(src) == rank(self.loss_source)
+    }
+
+    fn record_loss(&mut self, l: Loss, src: LossSource) {
+        // A better source replaces a worse one.
+        if !self.adopt_source(src) {
+            return;
         }
         self.lost.0 += l.packets;
         self.lost.1 += l.bytes.unwrap_or(0);

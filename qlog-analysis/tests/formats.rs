@@ -312,3 +312,41 @@ proptest! {
         }
     }
 }
+
+/// A server's trace: 20 packets sent, the first 15 acknowledged, the last
+/// 5 still in flight when it ends; with `counters`, the metrics updates
+/// carry quiche's loss counters (all 0).
+fn trace_ending_in_flight(counters: bool) -> String {
+    let rs = 0x1e as char;
+    let mut s = format!("{rs}{{\"file_schema\":\"urn:ietf:params:qlog:file:sequential\",\"serialization_format\":\"JSON-SEQ\",\"title\":\"t\",\"trace\":{{\"vantage_point\":{{\"type\":\"server\"}},\"common_fields\":{{\"reference_time\":{{\"clock_type\":\"monotonic\",\"epoch\":\"unknown\"}}}}}}}}\n");
+    let lost = if counters {
+        ",\"cf_lost_packets\":{\"total\":0,\"delta\":0}"
+    } else {
+        ""
+    };
+    for pn in 0..20u64 {
+        let t = pn as f64 * 10.0;
+        s += &format!("{rs}{{\"time\":{t},\"name\":\"quic:packet_sent\",\"data\":{{\"header\":{{\"packet_type\":\"1RTT\",\"packet_number\":{pn}}},\"raw\":{{\"length\":1200}},\"frames\":[{{\"frame_type\":\"stream\",\"stream_id\":0,\"offset\":{},\"length\":1150}}]}}}}\n", pn * 1150);
+        s += &format!("{rs}{{\"time\":{t},\"name\":\"quic:recovery_metrics_updated\",\"data\":{{\"congestion_window\":13500{lost}}}}}\n");
+    }
+    s += &format!("{rs}{{\"time\":2000.0,\"name\":\"quic:packet_received\",\"data\":{{\"header\":{{\"packet_type\":\"1RTT\",\"packet_number\":0}},\"raw\":{{\"length\":50}},\"frames\":[{{\"frame_type\":\"ack\",\"acked_ranges\":[[0,14]],\"ect0\":15,\"ect1\":0,\"ce\":3}}]}}}}\n");
+    s
+}
+
+#[test]
+fn a_trace_that_counts_no_loss_has_none_though_packets_end_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    for (counters, source, lost) in [
+        (true, LossSource::Counters, 0),
+        (false, LossSource::Inferred, 5),
+    ] {
+        let p = dir.path().join(format!("c{counters}.sqlog"));
+        std::fs::write(&p, trace_ending_in_flight(counters)).unwrap();
+        let s = &summarize_file(&p, 0.1).unwrap().connections[0];
+        assert_eq!(
+            (s.loss.source, s.loss.packets),
+            (source, lost),
+            "counters {counters}"
+        );
+    }
+}

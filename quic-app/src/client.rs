@@ -192,9 +192,10 @@ impl ClientApp {
         &mut self.conn
     }
 
-    /// A datagram arrived.
-    pub fn recv(&mut self, pkt: &mut [u8], info: quiche::RecvInfo) {
-        let _ = self.conn.recv(pkt, info);
+    /// A datagram arrived, with the ECN codepoint of its IP header
+    /// (`quiche::Ecn::NotEct` where the driver cannot read it).
+    pub fn recv(&mut self, pkt: &mut [u8], info: quiche::RecvInfo, ecn: quiche::Ecn) {
+        let _ = self.conn.recv_with_ecn(pkt, info, ecn);
     }
 
     /// When [`process`](Self::process) must run next, if nothing arrives.

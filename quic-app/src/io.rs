@@ -81,11 +81,18 @@ impl Socket {
     }
 
     /// Sends `contents` (segments of `segment` bytes, the last may be
-    /// shorter) to `to`, waiting while the socket buffer is full.
-    pub async fn send(&self, to: SocketAddr, contents: &[u8], segment: usize) -> io::Result<()> {
+    /// shorter) to `to` with the ECN codepoint `ecn` in each datagram's IP
+    /// header, waiting while the socket buffer is full.
+    pub async fn send(
+        &self,
+        to: SocketAddr,
+        contents: &[u8],
+        segment: usize,
+        ecn: quiche::Ecn,
+    ) -> io::Result<()> {
         let transmit = Transmit {
             destination: to,
-            ecn: None,
+            ecn: quinn_udp::EcnCodepoint::from_bits(ecn.bits()),
             contents,
             segment_size: (contents.len() > segment).then_some(segment),
             src_ip: None,
@@ -102,7 +109,7 @@ impl Socket {
                 // The path refuses this batch size: send segment by segment.
                 Err(e) if quinn_udp::is_msg_size_err(&e) && transmit.segment_size.is_some() => {
                     for chunk in contents.chunks(segment) {
-                        Box::pin(self.send(to, chunk, segment)).await?;
+                        Box::pin(self.send(to, chunk, segment, ecn)).await?;
                     }
                     return Ok(());
                 }
@@ -113,7 +120,8 @@ impl Socket {
 }
 
 /// Sends every packet `conn` has ready whose pacing time has come, batching
-/// equal-size packets to one destination into GSO sends. Returns when the
+/// equal-size packets to one destination with one ECN codepoint into GSO
+/// sends (a batch carries one IP header's codepoint). Returns when the
 /// connection has nothing more to send now, with the time pacing asks to
 /// come back, if any.
 pub async fn flush(
@@ -125,6 +133,7 @@ pub async fn flush(
     batch.clear();
     let mut segment = 0;
     let mut dest: Option<SocketAddr> = None;
+    let mut ecn = quiche::Ecn::NotEct;
     let mut count = 0;
     let mut pace_until = None;
     // Room for the largest payload `set_mtu` allows.
@@ -139,32 +148,42 @@ pub async fn flush(
             Next::Idle => break,
         };
         let fits = dest == Some(info.to)
+            && ecn == info.ecn
             && n <= segment
             && count < max
             && batch.len() + n <= MAX_GSO_BYTES;
         if !fits && !batch.is_empty() {
-            socket.send(dest.unwrap(), batch, segment).await?;
+            socket.send(dest.unwrap(), batch, segment, ecn).await?;
             batch.clear();
             count = 0;
         }
         if batch.is_empty() {
             dest = Some(info.to);
+            ecn = info.ecn;
             segment = n;
         }
         batch.extend_from_slice(&buf[..n]);
         count += 1;
         // A short packet ends a GSO batch.
         if n < segment {
-            socket.send(info.to, batch, segment).await?;
+            socket.send(info.to, batch, segment, ecn).await?;
             batch.clear();
             count = 0;
         }
     }
     if let (false, Some(to)) = (batch.is_empty(), dest) {
-        socket.send(to, batch, segment).await?;
+        socket.send(to, batch, segment, ecn).await?;
         batch.clear();
     }
     Ok(pace_until)
+}
+
+/// The ECN codepoint of the datagrams a receive returned (quinn-udp reads
+/// it with `IP_RECVTOS` / `IPV6_RECVTCLASS`; GRO coalesces only datagrams
+/// with the same one).
+pub fn ecn_of(meta: &RecvMeta) -> quiche::Ecn {
+    meta.ecn
+        .map_or(quiche::Ecn::NotEct, |e| quiche::Ecn::from_tos(e as u8))
 }
 
 /// A timer with microsecond precision for the socket loops.

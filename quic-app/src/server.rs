@@ -314,15 +314,28 @@ impl ServerApp {
         self.stateless.pop_front()
     }
 
-    /// A datagram arrived from `from` at our address `to`.
-    pub fn recv(&mut self, pkt: &mut [u8], from: SocketAddr, to: SocketAddr, now: Instant) {
+    /// A datagram arrived from `from` at our address `to`, with the ECN
+    /// codepoint `ecn` in its IP header (`quiche::Ecn::NotEct` where the
+    /// driver cannot read it).
+    pub fn recv(
+        &mut self,
+        pkt: &mut [u8],
+        from: SocketAddr,
+        to: SocketAddr,
+        ecn: quiche::Ecn,
+        now: Instant,
+    ) {
         // The common case first, without allocating: a short-header packet
         // whose destination connection ID (our IDs are all
         // `MAX_CONN_ID_LEN` bytes) names a connection we have. Anything
         // else takes the full path below, which also handles this case.
         if pkt.len() > quiche::MAX_CONN_ID_LEN && pkt[0] & 0x80 == 0 {
             if let Some(peer) = self.peers.get_mut(&pkt[1..=quiche::MAX_CONN_ID_LEN]) {
-                if peer.conn.recv(pkt, quiche::RecvInfo { from, to }).is_err() {
+                if peer
+                    .conn
+                    .recv_with_ecn(pkt, quiche::RecvInfo { from, to }, ecn)
+                    .is_err()
+                {
                     self.stats.ignored_datagrams += 1;
                 }
                 return;
@@ -376,7 +389,11 @@ impl ServerApp {
             derived
         };
         let peer = self.peers.get_mut(&key).expect("present or just accepted");
-        if peer.conn.recv(pkt, quiche::RecvInfo { from, to }).is_err() {
+        if peer
+            .conn
+            .recv_with_ecn(pkt, quiche::RecvInfo { from, to }, ecn)
+            .is_err()
+        {
             self.stats.ignored_datagrams += 1;
         }
     }

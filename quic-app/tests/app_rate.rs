@@ -96,9 +96,13 @@ fn transfer(path: &str, upload: Option<u64>, secs: u64) -> Report {
         while wire.front().is_some_and(|w| w.0 <= now) {
             let (_, to_server, mut d) = wire.pop_front().unwrap();
             if to_server {
-                srv.recv(&mut d, ca, sa, now);
+                srv.recv(&mut d, ca, sa, quiche::Ecn::NotEct, now);
             } else {
-                client.recv(&mut d, quiche::RecvInfo { from: sa, to: ca });
+                client.recv(
+                    &mut d,
+                    quiche::RecvInfo { from: sa, to: ca },
+                    quiche::Ecn::NotEct,
+                );
             }
         }
         client.process(now);

@@ -134,9 +134,13 @@ fn a_quiche_client_downloads_through_a_retry() {
                     // Long header, type Initial.
                     tokens.push(header(&d).token.unwrap_or_default());
                 }
-                srv.recv(&mut d, ca, sa, now);
+                srv.recv(&mut d, ca, sa, quiche::Ecn::NotEct, now);
             } else {
-                client.recv(&mut d, quiche::RecvInfo { from: sa, to: ca });
+                client.recv(
+                    &mut d,
+                    quiche::RecvInfo { from: sa, to: ca },
+                    quiche::Ecn::NotEct,
+                );
             }
         }
         client.process(now);
@@ -201,7 +205,7 @@ fn initials_through_retry(
     let mut out = Vec::new();
     drain(&mut conn, now, &mut out);
     let mut first = out.remove(0);
-    srv.recv(&mut first, ca, sa, now);
+    srv.recv(&mut first, ca, sa, quiche::Ecn::NotEct, now);
     let mut retry = srv.pop_stateless().expect("a Retry").data;
     assert!(srv.is_empty() && srv.pop_stateless().is_none());
     conn.recv(&mut retry, quiche::RecvInfo { from: sa, to: ca })
@@ -229,15 +233,21 @@ fn altered_moved_or_expired_tokens_are_dropped_without_state() {
     for i in [3, 10, token.len() - 1] {
         let mut d = second.clone();
         d[at + i] ^= 0x01;
-        srv.recv(&mut d, ca, sa, now);
+        srv.recv(&mut d, ca, sa, quiche::Ecn::NotEct, now);
     }
     // From another port and from another host.
     for other in ["10.0.0.1:5001", "10.0.0.3:5000", "[::1]:5000"] {
-        srv.recv(&mut second.clone(), other.parse().unwrap(), sa, now);
+        srv.recv(
+            &mut second.clone(),
+            other.parse().unwrap(),
+            sa,
+            quiche::Ecn::NotEct,
+            now,
+        );
     }
     // Expired.
     let late = now + RETRY_TOKEN_LIFETIME + Duration::from_millis(1);
-    srv.recv(&mut second.clone(), ca, sa, late);
+    srv.recv(&mut second.clone(), ca, sa, quiche::Ecn::NotEct, late);
 
     let s = srv.stats();
     assert_eq!((s.invalid_tokens, s.accepted, s.retries), (7, 0, 1));
@@ -249,7 +259,13 @@ fn altered_moved_or_expired_tokens_are_dropped_without_state() {
     assert_eq!(srv.timeout(), None);
 
     // The genuine Initial, in time, from the right address, is accepted.
-    srv.recv(&mut second.clone(), ca, sa, now + Duration::from_secs(1));
+    srv.recv(
+        &mut second.clone(),
+        ca,
+        sa,
+        quiche::Ecn::NotEct,
+        now + Duration::from_secs(1),
+    );
     assert_eq!(srv.stats().accepted, 1);
     assert!(!srv.is_empty());
 }

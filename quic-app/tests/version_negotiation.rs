@@ -81,7 +81,7 @@ fn an_unknown_version_gets_version_negotiation_and_no_state() {
     let dcid: Vec<u8> = (1..=8).collect();
     let scid: Vec<u8> = (0xa0..0xa5).collect();
     let mut pkt = long_packet(0x1a2a_3a4a, &dcid, &scid, 1200);
-    srv.recv(&mut pkt, ca, sa, now);
+    srv.recv(&mut pkt, ca, sa, quiche::Ecn::NotEct, now);
 
     let Stateless { data, to, from } = srv.pop_stateless().expect("a Version Negotiation packet");
     assert!(srv.pop_stateless().is_none(), "one answer per datagram");
@@ -115,7 +115,7 @@ fn an_unknown_version_gets_version_negotiation_and_no_state() {
     // version, and come back swapped.
     let long_dcid = vec![0xdd; 40];
     let mut pkt = long_packet(0xff00_abcd, &long_dcid, &[0xee; 3], 1350);
-    srv.recv(&mut pkt, ca, sa, now);
+    srv.recv(&mut pkt, ca, sa, quiche::Ecn::NotEct, now);
     let (_, _, d, s, _) = parse_vn(&srv.pop_stateless().unwrap().data);
     assert_eq!((d, s), (vec![0xee; 3], long_dcid));
     assert!(srv.is_empty());
@@ -140,7 +140,7 @@ fn short_datagrams_and_version_negotiation_packets_get_nothing() {
         long_packet(1, &[1; 8], &[2; 8], 1199),
     ];
     for (i, mut pkt) in cases.into_iter().enumerate() {
-        srv.recv(&mut pkt, ca, sa, now);
+        srv.recv(&mut pkt, ca, sa, quiche::Ecn::NotEct, now);
         assert!(srv.pop_stateless().is_none(), "case {i} was answered");
         assert!(srv.is_empty(), "case {i} made a connection");
         assert_eq!(srv.stats().ignored_datagrams, i as u64 + 1, "case {i}");
@@ -216,9 +216,13 @@ fn a_quiche_client_starting_with_a_reserved_version_negotiates_v1_and_downloads(
                 if let Some((v, _, _)) = quic_app::server::long_header(&d) {
                     versions_seen.push(v);
                 }
-                srv.recv(&mut d, ca, sa, now);
+                srv.recv(&mut d, ca, sa, quiche::Ecn::NotEct, now);
             } else {
-                client.recv(&mut d, quiche::RecvInfo { from: sa, to: ca });
+                client.recv(
+                    &mut d,
+                    quiche::RecvInfo { from: sa, to: ca },
+                    quiche::Ecn::NotEct,
+                );
             }
         }
         client.process(now);

@@ -183,10 +183,11 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                 while let Some(m) = meta {
                     let stride = m.stride.max(1);
                     let mut off = 0;
+                    let ecn = quic_app::io::ecn_of(&m);
                     while off < m.len {
                         let end = (off + stride).min(m.len);
                         if m.addr == peer {
-                            app.recv(&mut buf[off..end], quiche::RecvInfo { from: m.addr, to: local });
+                            app.recv(&mut buf[off..end], quiche::RecvInfo { from: m.addr, to: local }, ecn);
                         }
                         off = end;
                     }

@@ -157,7 +157,10 @@ impl Server {
             while let Some(p) = self.app.pop_stateless() {
                 // Stateless packets are unreliable by design: a client whose
                 // Version Negotiation or Retry is lost tries again.
-                let _ = self.socket.send(p.to, &p.data, p.data.len()).await;
+                let _ = self
+                    .socket
+                    .send(p.to, &p.data, p.data.len(), quiche::Ecn::NotEct)
+                    .await;
             }
             for peer in self.app.peers_mut() {
                 // One peer's send failure must not stop the server; QUIC
@@ -174,9 +177,11 @@ impl Server {
         let stride = meta.stride.max(1);
         let mut off = 0;
         let now = Instant::now();
+        let ecn = quic_app::io::ecn_of(&meta);
         while off < meta.len {
             let end = (off + stride).min(meta.len);
-            self.app.recv(&mut buf[off..end], meta.addr, local, now);
+            self.app
+                .recv(&mut buf[off..end], meta.addr, local, ecn, now);
             off = end;
         }
     }

@@ -277,10 +277,11 @@ impl World {
         let i = pkt.flow as usize;
         let now_i = self.at(now);
         let f = &mut self.flows[i];
+        let ecn = quiche::Ecn::from_tos(pkt.ecn.bits());
         match d {
             Dir::Up => {
                 f.server
-                    .recv(&mut pkt.data, f.client_addr, f.server_addr, now_i);
+                    .recv(&mut pkt.data, f.client_addr, f.server_addr, ecn, now_i);
                 f.server_touched = true;
             }
             Dir::Down => {
@@ -291,6 +292,7 @@ impl World {
                             from: f.server_addr,
                             to: f.client_addr,
                         },
+                        ecn,
                     );
                     f.client_touched = true;
                 }

@@ -11,6 +11,7 @@ use quic_app::{Next, QlogLevel};
 use super::cross::CrossSource;
 use super::flow::Flow;
 use super::SimConfig;
+use crate::emu::packet::Ecn;
 use crate::emu::rng::Rng;
 use crate::emu::Packet;
 use crate::link::Dir;
@@ -48,7 +49,7 @@ pub(super) struct Buffers {
     /// Spent datagram buffers.
     pub(super) pool: Vec<Vec<u8>>,
     /// Packets built by the last [`drain`], with their link-entry times.
-    ready: Vec<(u64, Vec<u8>)>,
+    ready: Vec<(u64, Vec<u8>, Ecn)>,
 }
 
 /// Builds every packet `conn` may send at `now` (pacing exactly: no
@@ -68,7 +69,7 @@ fn drain(
                 v.clear();
                 v.extend_from_slice(&bufs.scratch[..n]);
                 let at = info.at.saturating_duration_since(base).as_nanos() as u64;
-                bufs.ready.push((at, v));
+                bufs.ready.push((at, v, Ecn::from_bits(info.ecn.bits())));
             }
             Next::Wait(t) => return Some(t),
             Next::Idle => return None,
@@ -173,6 +174,7 @@ impl World {
         dir: Dir,
         flow: usize,
         data: Vec<u8>,
+        ecn: Ecn,
         log: &mut dyn LinkSinks,
     ) {
         self.datagrams += 1;
@@ -182,8 +184,8 @@ impl World {
             class: flow as u16,
             arrival_ns: at.max(now),
             hop: 0,
-            // Not-ECT until the endpoints pass their codepoint.
-            ecn: Default::default(),
+            // The codepoint quiche chose for the datagram (SendInfo::ecn).
+            ecn,
         };
         if at <= now {
             self.net.push(dir, pkt, now, log);
@@ -220,8 +222,8 @@ impl World {
     /// Puts the datagrams [`drain`] built onto direction `dir` of the link.
     fn emit_ready(&mut self, now: u64, dir: Dir, flow: usize, log: &mut dyn LinkSinks) {
         let mut ready = std::mem::take(&mut self.bufs.ready);
-        for (at, data) in ready.drain(..) {
-            self.emit(now, at, dir, flow, data, log);
+        for (at, data, ecn) in ready.drain(..) {
+            self.emit(now, at, dir, flow, data, ecn, log);
         }
         self.bufs.ready = ready;
     }
