@@ -50,6 +50,11 @@ pub struct ClientConfig {
     pub mtu: Option<usize>,
     /// ACK policy and small packets ([`quic_app::transport`]).
     pub transport: quic_app::transport::Transport,
+    /// Hand every datagram to quiche as Not-ECT, whatever its IP header
+    /// says: the client then reports no ECN counts, as a peer without ECN
+    /// support, and a sender's ECN validation fails (RFC 9000, Section
+    /// 13.4.2).
+    pub ignore_ecn: bool,
 }
 
 /// Bad input, found before anything is sent.
@@ -183,7 +188,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                 while let Some(m) = meta {
                     let stride = m.stride.max(1);
                     let mut off = 0;
-                    let ecn = quic_app::io::ecn_of(&m);
+                    let ecn = if cfg.ignore_ecn { quiche::Ecn::NotEct } else { quic_app::io::ecn_of(&m) };
                     while off < m.len {
                         let end = (off + stride).min(m.len);
                         if m.addr == peer {

@@ -79,6 +79,7 @@ pub fn client_config(url: &str) -> ClientConfig {
         timeout: Duration::from_secs(10),
         mtu: None,
         transport: Default::default(),
+        ignore_ecn: false,
     }
 }
 

@@ -78,6 +78,11 @@ struct Args {
     /// as the window has room, as ns-2's TCP sends).
     #[arg(long, default_value = "on", value_parser = quic_app::transport::Pacing::parse)]
     pacing: quic_app::transport::Pacing,
+    /// Treat every received datagram as Not-ECT, whatever its IP header
+    /// says: the client reports no ECN counts, as a peer without ECN
+    /// support would, and an ECN-capable server's validation fails.
+    #[arg(long)]
+    ignore_ecn: bool,
 }
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
@@ -143,6 +148,7 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
             small_packets: args.small_packets,
             pacing: args.pacing,
         },
+        ignore_ecn: args.ignore_ecn,
     })
 }
 
