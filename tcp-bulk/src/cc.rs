@@ -234,6 +234,9 @@ pub fn set(fd: RawFd, name: &str) -> Result<(), CcError> {
     }
     match get(fd) {
         Ok(got) if got == name => Ok(()),
+        Ok(got) if got == "dctcp-reno" => Err(CcError(format!(
+            "asked for TCP congestion control `{name}`, the socket has `{got}`: Linux's DCTCP falls back to Reno on a connection that did not negotiate ECN (the client asks for it when its socket has dctcp before connecting; the server's net.ipv4.tcp_ecn must accept it, 1 or 2)"
+        ))),
         Ok(got) => Err(CcError(format!(
             "asked for TCP congestion control `{name}`, the socket has `{got}`"
         ))),

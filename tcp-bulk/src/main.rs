@@ -2,7 +2,6 @@
 //! documentation ([`tcp_bulk`]).
 
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -47,6 +46,13 @@ struct ServerArgs {
     /// Serve one connection, then exit with its status.
     #[arg(long)]
     once: bool,
+    /// TCP congestion control of the listening socket, which connections
+    /// start with before a request sets theirs. An algorithm that needs
+    /// ECN must be set here: Linux's DCTCP sends its SYN ECN-capable, and
+    /// only a listener whose algorithm needs ECN accepts ECN on such a
+    /// SYN (otherwise the connection falls back to `dctcp-reno`).
+    #[arg(long)]
+    cc: Option<String>,
 }
 
 #[derive(Args)]
@@ -119,10 +125,10 @@ extern "C" fn on_term(_: libc::c_int) {
 fn server(a: ServerArgs) -> i32 {
     // SAFETY: installing a handler that only touches atomics and _exits.
     unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
-    let l = match TcpListener::bind(&a.listen) {
+    let l = match transfer::listen(&a.listen, a.cc.as_deref()) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("tcp-bulk: --listen {}: {e}", a.listen);
+            eprintln!("tcp-bulk: {e}");
             return 2;
         }
     };

@@ -266,11 +266,12 @@ fn io_err(what: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
 
 fn run_client(a: &ClientArgs, report: &mut Value) -> Result<(), ClientError> {
     let req = &a.request;
-    // The sender's algorithm, checked before anything starts (a download's
-    // is the server's, which checks it on its side).
-    if req.direction == Direction::Upload {
-        cc::ensure(&req.cc).map_err(|e| (true, e.0))?;
-    }
+    // The algorithm, checked before anything starts: the client's socket
+    // takes it before connecting in both directions (for a download the
+    // server's socket, the sender, takes it too), so that an algorithm
+    // that needs ECN (dctcp) asks for it in the SYN, and the receiving
+    // end runs its half of it (DCTCP's exact CE echo).
+    cc::ensure(&req.cc).map_err(|e| (true, e.0))?;
     let mut samples = Samples::create(a.samples.as_deref()).map_err(|e| {
         (
             true,
@@ -289,13 +290,23 @@ fn run_client(a: &ClientArgs, report: &mut Value) -> Result<(), ClientError> {
         .first()
         .ok_or_else(|| (true, format!("--connect {}: no address", a.connect)))?;
     let c0 = Instant::now();
-    let mut s = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .map_err(io_err("socket"))?;
+    cc::set(sock.as_raw_fd(), &req.cc).map_err(|e| (true, e.0))?;
+    sock.connect_timeout(&addr.into(), CONNECT_TIMEOUT)
         .map_err(io_err(&format!("connecting to {addr}")))?;
+    let mut s: TcpStream = sock.into();
     report["connect_ms"] = json!(round_us(c0.elapsed().as_secs_f64() * 1e3));
     s.set_read_timeout(Some(READ_TIMEOUT))
         .map_err(io_err("socket"))?;
     let fd = s.as_raw_fd();
     if req.direction == Direction::Upload {
+        // Set before connecting; checked again now the handshake is done
+        // (DCTCP falls back to Reno without ECN).
         cc::set(fd, &req.cc).map_err(|e| (true, e.0))?;
         set_notsent_lowat(fd).map_err(io_err("TCP_NOTSENT_LOWAT"))?;
     }
@@ -392,6 +403,32 @@ fn interval(req: &Request) -> Duration {
 
 /// Serves one connection, writing this end's records into `samples`;
 /// an error only for what could not even be answered.
+/// A listener on `addr`, its socket set to congestion control `cc` (when
+/// given) before it listens, so that accepted connections start with it:
+/// an algorithm that needs ECN (dctcp) accepts ECN only on such a
+/// listener.
+pub fn listen(addr: &str, cc: Option<&str>) -> Result<std::net::TcpListener, String> {
+    let Some(cc) = cc else {
+        return std::net::TcpListener::bind(addr).map_err(|e| format!("--listen {addr}: {e}"));
+    };
+    let sa: SocketAddr = addr
+        .parse()
+        .map_err(|e| format!("--listen {addr}: {e} (give IP:PORT with --cc)"))?;
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(sa),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )
+    .map_err(|e| format!("socket: {e}"))?;
+    s.set_reuse_address(true)
+        .map_err(|e| format!("SO_REUSEADDR: {e}"))?;
+    cc::set(s.as_raw_fd(), cc).map_err(|e| format!("--cc: {e}"))?;
+    s.bind(&sa.into())
+        .map_err(|e| format!("--listen {addr}: {e}"))?;
+    s.listen(128).map_err(|e| format!("listen: {e}"))?;
+    Ok(s.into())
+}
+
 pub fn serve(s: TcpStream, samples: Option<&Path>) -> Result<(), String> {
     s.set_read_timeout(Some(READ_TIMEOUT))
         .map_err(|e| e.to_string())?;
@@ -483,6 +520,22 @@ pub fn nth_samples_path(path: &Path, k: usize) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_start_with_the_listeners_algorithm() {
+        // reno is built into every Linux kernel.
+        let l = listen("127.0.0.1:0", Some("reno")).unwrap();
+        let addr = l.local_addr().unwrap();
+        let c = std::thread::spawn(move || TcpStream::connect(addr).unwrap());
+        let (s, _) = l.accept().unwrap();
+        let _c = c.join().unwrap();
+        assert_eq!(cc::get(s.as_raw_fd()).unwrap(), "reno");
+        assert_eq!(cc::get(l.as_raw_fd()).unwrap(), "reno");
+        let e = listen("127.0.0.1:0", Some("nosuchcc")).unwrap_err();
+        assert!(e.contains("--cc") && e.contains("nosuchcc"), "{e}");
+        let e = listen("localhost:0", Some("reno")).unwrap_err();
+        assert!(e.contains("IP:PORT"), "{e}");
+    }
 
     #[test]
     fn later_connections_get_their_own_file() {

@@ -157,8 +157,13 @@ impl<'a> Endpoints<'a> {
         let listen = format!("{}:0", place.server_ip);
         let mut cmd = self.command(Some(place.server_ns.as_str()), bin);
         cmd.args(["server", "--listen", listen.as_str(), "--samples"])
-            .arg(&records)
-            .stdin(Stdio::null())
+            .arg(&records);
+        // The listener takes the flow's algorithm too: one that needs ECN
+        // (dctcp) accepts it only on such a listener.
+        if let Some(name) = f.tcp_cc() {
+            cmd.args(["--cc", name]);
+        }
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(dir.join("server.stderr"))?);
         let child = cmd

@@ -49,8 +49,12 @@ pub(super) struct Buffers {
     /// Spent datagram buffers.
     pub(super) pool: Vec<Vec<u8>>,
     /// Packets built by the last [`drain`], with their link-entry times.
-    ready: Vec<(u64, Vec<u8>, Ecn)>,
+    ready: Vec<Ready>,
 }
+
+/// A datagram [`drain`] built: when quiche wants it to leave (ns since
+/// `base`), its bytes, and the ECN codepoint quiche chose for it.
+type Ready = (u64, Vec<u8>, Ecn);
 
 /// Builds every packet `conn` may send at `now` (pacing exactly: no
 /// slack) into `bufs.ready`, each with the time quiche wants it to leave
@@ -170,11 +174,9 @@ impl World {
     fn emit(
         &mut self,
         now: u64,
-        at: u64,
         dir: Dir,
         flow: usize,
-        data: Vec<u8>,
-        ecn: Ecn,
+        (at, data, ecn): Ready,
         log: &mut dyn LinkSinks,
     ) {
         self.datagrams += 1;
@@ -222,8 +224,8 @@ impl World {
     /// Puts the datagrams [`drain`] built onto direction `dir` of the link.
     fn emit_ready(&mut self, now: u64, dir: Dir, flow: usize, log: &mut dyn LinkSinks) {
         let mut ready = std::mem::take(&mut self.bufs.ready);
-        for (at, data, ecn) in ready.drain(..) {
-            self.emit(now, at, dir, flow, data, ecn, log);
+        for r in ready.drain(..) {
+            self.emit(now, dir, flow, r, log);
         }
         self.bufs.ready = ready;
     }
