@@ -544,3 +544,44 @@ fn a_quic_senders_losses_are_the_bottlenecks_drops() {
     );
     assert!(ours().is_empty(), "namespaces left: {:?}", ours());
 }
+
+#[test]
+#[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
+fn ecn_marks_on_kernel_links_for_our_dctcp_and_linuxs() {
+    // A 5 ms sojourn threshold (CoDel's ce_threshold with its own
+    // dropping off) marks the ECN-capable packets of our DCTCP plugin and
+    // of Linux's tcp_dctcp, which negotiates ECN only when both of
+    // tcp-bulk's sockets run it before the handshake; neither flow sees
+    // a drop.
+    require_netem();
+    for cc in ["dctcp", "tcp:dctcp"] {
+        let out = tempfile::tempdir().unwrap();
+        let s = cclab_run(
+            &[
+                "--link",
+                "netem",
+                "--cc",
+                cc,
+                "--duration",
+                "6s",
+                "--rate",
+                "10mbit",
+                "--rtt",
+                "40ms",
+                "--queue",
+                "200pkt",
+                "--aqm",
+                "step:threshold=5ms",
+                "--qlog-level",
+                "metrics",
+            ],
+            &out.path().join("r"),
+        );
+        let (f, b) = (&s["flows"][0], &s["bottleneck"]);
+        eprintln!("{cc}: {b}");
+        assert_eq!(f["completed"], 1, "{cc}: {f}");
+        assert!(b["marks"].as_u64().unwrap_or(0) > 50, "{cc}: {b}");
+        assert_eq!(b["drops"].as_u64(), Some(0), "{cc}: {b}");
+    }
+    assert!(ours().is_empty(), "namespaces left: {:?}", ours());
+}
