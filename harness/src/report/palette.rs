@@ -5,9 +5,10 @@
 //! ([`cc_algorithms::registry::algorithms`]), the first algorithm the
 //! first colour. The colours come from the Okabe–Ito and Paul Tol
 //! palettes (chosen to stay apart under the common forms of colour
-//! blindness); their order follows the registry's (plugins first, quiche's
-//! built-ins last), so each algorithm keeps the colour reports have always
-//! drawn it in. An algorithm added to the registry takes the next colour;
+//! blindness); their order follows the registry's (the seed papers' and
+//! classic plugins, quiche's built-ins, then plugins added later such as
+//! `dctcp` and `prague`), so each algorithm keeps the colour reports have
+//! always drawn it in. An algorithm added to the registry takes the next colour;
 //! past the end of the palette, a darker and then a lighter shade of the
 //! palette again. So many colours cannot all be told apart by every
 //! reader, so figures never rely on colour alone: every small-multiple
