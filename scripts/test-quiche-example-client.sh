@@ -3,8 +3,9 @@
 # the quiche 0.30.0 crate, unpatched, run with its default options: just a
 # URL) fetches BYTES (default 10 MB) from quic-server over loopback, REPS
 # times (default 3). Checks the body's size and content, prints bytes, time
-# and goodput per run, and ends with "quiche-example-client: N passed, N
-# failed"; exits 1 if any run failed.
+# and goodput per run; then once from a DCTCP server, whose ECN validation
+# must fail against this client without ECN. Ends with
+# "quiche-example-client: N passed, N failed"; exits 1 if any run failed.
 #
 # The example is built from the pristine crate in cargo's registry cache
 # (brought there through patches/fetch, as patches/bootstrap.sh does), in
@@ -53,18 +54,23 @@ cleanup() {
 }
 trap cleanup EXIT
 
-target/release/quic-server --listen 127.0.0.1:0 --qlog-level off >"$work/s.out" 2>"$work/s.err" &
-spid=$!
-addr=
-for _ in $(seq 200); do
-    addr=$(awk '/listening on/ {print $3; exit}' "$work/s.out" 2>/dev/null || true)
-    [ -n "$addr" ] && break
-    sleep 0.05
-done
-if [ -z "$addr" ]; then
-    echo "error: quic-server did not start: $(cat "$work/s.err")" >&2
-    exit 1
-fi
+# start_server [ARGS...]: quic-server on a free loopback port, with ARGS;
+# sets spid and addr.
+start_server() {
+    target/release/quic-server --listen 127.0.0.1:0 "$@" >"$work/s.out" 2>"$work/s.err" &
+    spid=$!
+    addr=
+    for _ in $(seq 200); do
+        addr=$(awk '/listening on/ {print $3; exit}' "$work/s.out" 2>/dev/null || true)
+        [ -n "$addr" ] && break
+        sleep 0.05
+    done
+    if [ -z "$addr" ]; then
+        echo "error: quic-server $* did not start: $(cat "$work/s.err")" >&2
+        exit 1
+    fi
+}
+start_server --qlog-level off
 
 # What the server sends: "cclab-bulk-data-" over and over.
 expect_head=$(head -c 64 < <(yes -- cclab-bulk-data- | tr -d '\n'))
@@ -110,6 +116,28 @@ if [ -n "${QUICHE_CLIENT:-}" ]; then
         failed=$((failed + 1))
         echo "version negotiation: FAILED: ${vn:-no} packets for $reps quiche-client connections"
     fi
+fi
+
+# ECN against a peer without it: a DCTCP server sends ECT(0) while it
+# tests the path; the unpatched client reports no ECN counts, so the
+# server's validation must fail (RFC 9000, Section 13.4.2) and the
+# transfer still complete.
+mkdir -p "$work/q"
+start_server --cc dctcp --qlog-dir "$work/q" --qlog-level extra
+reps_all=$reps
+reps=1
+fetch "http3-client, DCTCP server" "$client"
+reps=$reps_all
+kill -INT "$spid"
+wait "$spid" || true
+spid=
+states=$(cat "$work"/q/server-* 2>/dev/null | { zstdcat -f 2>/dev/null || cat; } | grep -o '"name":"quic:ecn_state_updated","data":{[^}]*}' | sed 's/.*"new":"\([a-z]*\)".*/\1/' | tr '\n' ' ')
+if echo "$states" | grep -q "failed"; then
+    passed=$((passed + 1))
+    echo "ECN: the DCTCP server's validation against a client without ECN: ${states}"
+else
+    failed=$((failed + 1))
+    echo "ECN: FAILED: the DCTCP server's validation states were: ${states:-none}"
 fi
 echo "quiche-example-client: $passed passed, $failed failed"
 [ "$failed" = 0 ]

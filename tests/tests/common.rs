@@ -117,3 +117,17 @@ pub fn read_qlog(path: &Path) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// The userspace emulator with a link of `pairs` (a link description's
+/// keys and values) in front of the server at `server`.
+pub fn emulator_in_front_of(server: SocketAddr, pairs: &[(&str, &str)]) -> harness::emu::Emulator {
+    let link = harness::link::LinkSpec::from_pairs(pairs.iter().copied(), Path::new(".")).unwrap();
+    harness::emu::Emulator::start(harness::emu::EmuConfig::new(
+        link,
+        vec![harness::emu::Route {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            target: server,
+        }],
+    ))
+    .unwrap()
+}

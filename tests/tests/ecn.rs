@@ -10,8 +10,6 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use harness::emu::{EmuConfig, Emulator, Route};
-use harness::link::LinkSpec;
 use serde_json::Value;
 
 /// Every record of the one qlog of `role` (client or server) in `dir`.
@@ -54,24 +52,15 @@ fn ecn_states(records: &[Value]) -> Vec<String> {
 async fn through_a_marking_link(name: &str, ignore_ecn: bool) -> (Vec<Value>, Vec<Value>, u64) {
     let qlog = scratch_dir(name);
     let server = start_server("dctcp", Some(&qlog)).await;
-    let link = LinkSpec::from_pairs(
-        [
+    let emu = emulator_in_front_of(
+        server.addr,
+        &[
             ("rate", "20mbit"),
             ("rtt", "20ms"),
             ("queue", "200pkt"),
             ("aqm", "step:threshold=10pkt"),
         ],
-        Path::new("."),
-    )
-    .unwrap();
-    let emu = Emulator::start(EmuConfig::new(
-        link,
-        vec![Route {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            target: server.addr,
-        }],
-    ))
-    .unwrap();
+    );
     let mut cfg = client_config(&format!("https://{}/bytes/3000000", emu.listen_addrs()[0]));
     cfg.qlog_dir = Some(qlog.clone());
     cfg.ignore_ecn = ignore_ecn;

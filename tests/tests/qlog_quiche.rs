@@ -4,11 +4,7 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::{read_qlog, scratch_dir, start_server};
-use harness::emu::{EmuConfig, Emulator, Route};
-use harness::link::LinkSpec;
 use qlog_analysis::analysis::{Analyzer, LossSource};
 use qlog_analysis::summary::summarize_file;
 
@@ -16,25 +12,16 @@ use qlog_analysis::summary::summarize_file;
 async fn summary_of_quiche_output_matches_the_files() {
     let qlog = scratch_dir("qlog-quiche");
     let server = start_server("newreno", Some(&qlog)).await;
-    let link = LinkSpec::from_pairs(
-        [
+    let emu = common::emulator_in_front_of(
+        server.addr,
+        &[
             ("rate", "20mbit"),
             ("rtt", "40ms"),
             ("down.loss", "1%"),
             ("queue", "1bdp"),
             ("seed", "5"),
         ],
-        Path::new("."),
-    )
-    .unwrap();
-    let emu = Emulator::start(EmuConfig::new(
-        link,
-        vec![Route {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            target: server.addr,
-        }],
-    ))
-    .unwrap();
+    );
     let n = 3_000_000;
     let mut cfg = common::client_config(&format!("https://{}/bytes/{n}", emu.listen_addrs()[0]));
     cfg.qlog_dir = Some(qlog.clone());
