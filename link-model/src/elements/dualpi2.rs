@@ -1,6 +1,8 @@
 //! DualPI2, the DualQ Coupled AQM of RFC 9332 (L4S), written from the
-//! RFC's description and its Appendix A, with the defaults Linux's
-//! `dualpi2` qdisc ships.
+//! RFC's description and its Appendix A. The defaults are those Linux's
+//! `dualpi2` qdisc ships (target 15 ms, tupdate 16 ms, alpha 0.16 Hz,
+//! beta 3.2 Hz, a 1 ms step), except `l_min_qlen`, Appendix A's `Th_len`
+//! of 1 (Linux's `min_qlen_step` is 0).
 //!
 //! **Two queues, one limit.** ECT(1) and CE packets go to the L queue,
 //! Not-ECT and ECT(0) to the classic (C) queue (RFC 9332 §4.1, RFC 9331
@@ -13,23 +15,27 @@
 //! p' += alpha · (qdelay − target) + beta · (qdelay − qdelay_old)     (delays in s)
 //! ```
 //!
-//! where `qdelay` is the sojourn time of the C queue's head at the update
-//! (0 when it is empty), and p' stays in [0, 1]. As PIE's here, updates
+//! where `qdelay` is the greater of the two queues' head sojourn times at
+//! the update (0 when both are empty; Appendix A.2's `dualpi2_update` and
+//! Linux), and p' stays in [0, 1]. As PIE's here, updates
 //! run lazily, at the next enqueue or dequeue, for every boundary passed;
 //! the first is due one `tupdate` after the first packet.
 //!
 //! **Classic.** At dequeue a C packet meets `p_C = p'²`: an ECT(0) packet
 //! is marked CE, a Not-ECT one dropped (`dualpi2_c`; at dequeue, as the
-//! RFC's example and Linux's default `drop_dequeue`).
+//! RFC's example and Linux's default `drop_dequeue`). In overload (below)
+//! ECN is disabled and an ECT(0) packet is dropped too.
 //!
 //! **L4S.** At dequeue an L packet is marked with `p_L = max(p_L', p_CL)`:
 //! `p_CL = k·p'` is the coupled probability, `p_L'` the native AQM on the
 //! packet's own sojourn time (a ramp from `l_thresh` over `l_range`; a
 //! step at `l_thresh` when `l_range` is 0, the Linux default), 0 while
-//! the L queue holds `l_min_qlen` packets or fewer (Appendix A.1's
-//! `Th_len`). Once `p_CL` reaches 1 the L queue is overloaded (§4.2.3):
-//! an L packet is then dropped with `p_C` (`dualpi2_l`) and marked
-//! otherwise.
+//! the L queue holds `l_min_qlen` packets or fewer, the one being
+//! dequeued included (Appendix A.1's `Th_len` counts those behind it).
+//! Once `p_CL` reaches 1 (`p_C` >= 1/k²) the link is overloaded (§4.2.3):
+//! ECN is disabled, and an ECN-capable packet of either queue is dropped
+//! with `p_C` (`dualpi2_l`, `dualpi2_c`); an L packet not dropped is
+//! marked.
 //!
 //! **Scheduler.** A time-shifted FIFO (the RFC's example, §A.1): the L
 //! head goes first unless the C head has waited more than `tshift`
@@ -139,7 +145,12 @@ impl DualPi2 {
         let mut next = *self.next_update.get_or_insert(now.saturating_add(tupdate));
         while next <= now {
             let before = (self.prob, self.qdelay_old_ns);
-            let qdelay = self.c.front().map_or(0, |(_, t)| next.saturating_sub(*t));
+            // The greater of the two heads' sojourns (RFC 9332 A.2's
+            // dualpi2_update, and Linux): unresponsive L traffic raises
+            // p' too, so the overload rules can engage.
+            let sojourn =
+                |q: &VecDeque<(Packet, u64)>| q.front().map_or(0, |(_, t)| next.saturating_sub(*t));
+            let qdelay = sojourn(&self.c).max(sojourn(&self.l));
             let s = |ns: u64| ns as f64 / 1e9;
             let delta = self.p.alpha * (s(qdelay) - s(self.p.target_ns))
                 + self.p.beta * (s(qdelay) - s(self.qdelay_old_ns));
@@ -148,8 +159,15 @@ impl DualPi2 {
                 self.prob = p.clamp(0.0, 1.0);
             }
             self.qdelay_old_ns = qdelay;
-            next = next.saturating_add(tupdate);
-            if self.c.is_empty() && (self.prob, self.qdelay_old_ns) == before && next <= now {
+            let Some(n) = next.checked_add(tupdate) else {
+                break;
+            };
+            next = n;
+            if self.c.is_empty()
+                && self.l.is_empty()
+                && (self.prob, self.qdelay_old_ns) == before
+                && next <= now
+            {
                 // At rest (p' at 0 with nothing queued): the updates left
                 // before `now` change nothing.
                 next += (now - next) / tupdate * tupdate;
@@ -211,9 +229,13 @@ impl DualPi2 {
             };
             self.bytes -= pkt.len() as u64;
             let sojourn = now.saturating_sub(t);
+            // Overload (RFC 9332 4.2.3, A.2): the coupled probability is
+            // saturated, p_C >= 1/k^2; ECN is disabled, so ECN-capable
+            // packets of either queue are dropped with p_C.
+            let overload = self.p.k * self.prob >= 1.0;
             if from_l {
                 let p_cl = self.p.k * self.prob;
-                if p_cl >= 1.0 {
+                if overload {
                     // Overload: the coupled probability is saturated.
                     if self.rng.chance(self.classic_prob()) {
                         dropped(pkt, DropReason::DualPi2L, sojourn);
@@ -227,7 +249,7 @@ impl DualPi2 {
                 return Some((pkt, sojourn, mark.then_some(MarkReason::DualPi2L)));
             }
             if self.rng.chance(self.classic_prob()) {
-                if pkt.mark_ce() {
+                if !overload && pkt.mark_ce() {
                     return Some((pkt, sojourn, Some(MarkReason::DualPi2C)));
                 }
                 dropped(pkt, DropReason::DualPi2C, sojourn);

@@ -691,14 +691,29 @@ mod tests {
         assert!(j.get("dropped_dualpi2").is_some() && j.get("marked").is_none());
         let (_, d, _) = overload("dualpi2", Ecn::Ect1);
         assert!(d.counters.marked_by(MarkReason::DualPi2L) > 100);
-        // Unresponsive, they overflow the queue; PI2 (on the empty C
-        // queue) stays at 0, so no DualPI2 drop.
-        assert_eq!(
-            d.counters.drops(),
-            d.counters.dropped_by(DropReason::QueueFull)
+        // Unresponsive L traffic raises p' too (PI2 reads the greater of
+        // the two queues' delays), into overload: its packets are then
+        // dropped with p_C, not only at the queue's limit.
+        assert!(
+            d.counters.dropped_by(DropReason::DualPi2L) > 0,
+            "{:?}",
+            d.counters
         );
         let j = serde_json::to_value(&d.counters).unwrap();
-        assert!(j.get("dropped_dualpi2").is_none() && j.get("marked").is_some());
+        assert!(j.get("dropped_dualpi2").is_some() && j.get("marked").is_some());
+        // Unresponsive ECT(0) traffic in the classic queue: in overload
+        // ECN is disabled, so it is dropped as well as marked.
+        let (_, d, _) = overload("dualpi2", Ecn::Ect0);
+        assert!(
+            d.counters.marked_by(MarkReason::DualPi2C) > 0,
+            "{:?}",
+            d.counters
+        );
+        assert!(
+            d.counters.dropped_by(DropReason::DualPi2C) > 0,
+            "{:?}",
+            d.counters
+        );
     }
 
     /// With Not-ECT traffic an AQM's `ecn` changes nothing: the same log,

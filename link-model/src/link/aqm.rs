@@ -708,26 +708,30 @@ impl StepParams {
 ///
 /// - Classification (§4.1, RFC 9331 §5.1): ECT(1) and CE go to the L
 ///   queue, Not-ECT and ECT(0) to the classic (C) queue.
-/// - The base probability `p'` comes from a PI controller on the C
-///   queue's delay (the sojourn time of its head), updated every
+/// - The base probability `p'` comes from a PI controller on the greater
+///   of the two queues' delays (their heads' sojourn times), updated every
 ///   `tupdate`: `p' += alpha·(qdelay − target) + beta·(qdelay −
 ///   qdelay_old)` (delays in seconds), kept in [0, 1].
-/// - C queue: drop (Not-ECT) or mark (ECT(0)) with `p_C = p'²`.
+/// - C queue: drop (Not-ECT) or mark (ECT(0)) with `p_C = p'²`; in
+///   overload (below) ECT(0) is dropped too.
 /// - L queue: mark with `max(p_L', p_CL)`, where `p_CL = k·p'` is the
 ///   coupled probability and `p_L'` the native AQM on the L packet's
 ///   sojourn time: a ramp from `l_thresh` to `l_thresh + l_range`, a step
 ///   at `l_thresh` when `l_range = 0`; no native mark while the L queue
 ///   holds `l_min_qlen` packets or fewer (RFC 9332 Appendix A.1's
-///   `Th_len`). When `p_CL` saturates (≥ 1) the L queue is overloaded
-///   and drops with `p_C` instead (§4.2.3), marking the rest.
+///   `Th_len`; the packet being dequeued counts). When `p_CL` saturates
+///   (≥ 1) the link is overloaded: ECN is disabled and both queues drop
+///   their ECN-capable packets with `p_C` (§4.2.3); L marks the rest.
 /// - Scheduler: time-shifted FIFO between the two heads: the L head goes
 ///   first unless the C head has waited `tshift` longer.
 /// - One shared limit: the link's `queue`.
 ///
-/// The defaults are RFC 9332 Appendix A's as Linux's `dualpi2` qdisc
-/// ships them: target 15 ms, Tupdate 16 ms, alpha 0.16 Hz, beta 3.2 Hz,
-/// k = 2, an L step at 1 ms. `tshift` is this model's choice (the RFC
-/// leaves the scheduler's parameter open): 2·target.
+/// The defaults are those Linux's `dualpi2` qdisc ships: target 15 ms,
+/// Tupdate 16 ms, alpha 0.16 Hz, beta 3.2 Hz, k = 2, an L step at 1 ms
+/// (RFC 9332 Appendix A has 15 ms, 0.15 Hz, 3 Hz and a ramp from 800 µs
+/// over 400 µs); `l_min_qlen` 1 is Appendix A's `Th_len` (Linux's is 0).
+/// `tshift` is this model's choice (the RFC leaves the scheduler's
+/// parameter open): 2·target.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DualPi2Params {
     /// The C queue's target delay, ns (15 ms).
