@@ -109,7 +109,13 @@ impl Relay {
             // leaves with it; the others take the plain path.
             let r = match (d, tos) {
                 (Dir::Up, 0) => f.upstream.send(&pkt.data).map(drop),
-                (Dir::Up, _) => send_with_tos(f.upstream.as_raw_fd(), &pkt.data, None, tos),
+                (Dir::Up, _) => send_with_tos(
+                    f.upstream.as_raw_fd(),
+                    &pkt.data,
+                    None,
+                    self.cfg.routes[f.route].target.is_ipv6(),
+                    tos,
+                ),
                 (_, 0) => self.listeners[f.route]
                     .send_to(&pkt.data, f.client)
                     .map(drop),
@@ -117,6 +123,7 @@ impl Relay {
                     self.listeners[f.route].as_raw_fd(),
                     &pkt.data,
                     Some(f.client),
+                    f.client.is_ipv6(),
                     tos,
                 ),
             };

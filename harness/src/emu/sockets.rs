@@ -102,23 +102,15 @@ fn enable_rx_timestamps(s: &UdpSocket) {
 /// Sends `data` on `fd` (to `to`, or to the connected peer) with `tos`
 /// in the IP header's TOS or Traffic Class byte, for one datagram
 /// (`IP_TOS` / `IPV6_TCLASS` ancillary data): how the relay passes an
-/// ECN codepoint on.
+/// ECN codepoint on. `v6`: the socket is IPv6 (the caller knows its
+/// address family; no system call per datagram to ask).
 pub(super) fn send_with_tos(
     fd: libc::c_int,
     data: &[u8],
     to: Option<SocketAddr>,
+    v6: bool,
     tos: u8,
 ) -> io::Result<()> {
-    let v6 = match to {
-        Some(a) => a.is_ipv6(),
-        None => {
-            // SAFETY: getsockname into a zeroed sockaddr_storage we own.
-            let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-            let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            unsafe { libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len) };
-            ss.ss_family as libc::c_int == libc::AF_INET6
-        }
-    };
     let (mut name, name_len) = match to {
         Some(a) => std_to_sockaddr(a),
         // SAFETY: an all-zero sockaddr_storage is a valid value.
