@@ -20,7 +20,7 @@ mount --bind /proc "$root/proc"
 trap 'umount "$root/proc"' EXIT
 chroot "$root" bash /root/ensure-deps.sh
 missing=()
-for c in cc c++ make cmake patch pkg-config git ip tc ps kill pkill modprobe openssl python3 jq \
+for c in cc c++ make cmake patch pkg-config git ip tc ps kill pkill modprobe openssl python3 jq zstd \
     fc-match timeout setsid awk sed mktemp; do
     chroot "$root" bash -c "command -v $c" >/dev/null || missing+=("$c")
 done

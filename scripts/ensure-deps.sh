@@ -18,7 +18,7 @@ set -euo pipefail
 
 need=()
 for pkg in build-essential libclang-dev cmake patch pkg-config git ca-certificates \
-    iproute2 procps kmod openssl python3 jq fontconfig fonts-dejavu-core; do
+    iproute2 procps kmod openssl python3 jq zstd fontconfig fonts-dejavu-core; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
         need+=("$pkg")
 done
