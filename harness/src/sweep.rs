@@ -297,14 +297,10 @@ pub fn run_sweep(
                 let mut cfg = base_cfg.clone();
                 cfg.out = out.join("runs").join(sw.dir_name(i));
                 cfg.quiet = true;
-                // Linux TCP flows cannot cross the UDP relay: a point with
-                // one runs in the emulator's IP mode (or fails naming what
-                // IP mode needs), the others keep the relay.
-                if cfg.backend == crate::link::Backend::Emu
-                    && sc.flows.iter().any(|f| f.tcp_cc().is_some())
-                {
-                    cfg.emu_mode = crate::emu::EmuMode::Ip;
-                }
+                // A point with Linux TCP flows runs in the emulator's IP
+                // mode (or fails naming what IP mode needs), the others
+                // keep the relay.
+                cfg.emu_mode = crate::run::default_emu_mode(&sc, cfg.backend);
                 let r = crate::run::run(&sc, &cfg);
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                 {

@@ -23,18 +23,6 @@ use harness::emu::{EmuConfig, Emulator};
 use harness::link::LinkSpec;
 use harness::netns;
 
-/// IP mode can run here, or a skip (a failure under CI) naming what is
-/// missing.
-fn ip_mode() -> bool {
-    match tun::check() {
-        Ok(()) => true,
-        Err(e) => {
-            test_support::skip(&e.to_string());
-            false
-        }
-    }
-}
-
 fn link(pairs: &[(&str, &str)]) -> LinkSpec {
     LinkSpec::from_pairs(pairs.iter().copied(), Path::new(".")).unwrap()
 }
@@ -53,7 +41,7 @@ fn in_ns<T: Send + 'static>(
 
 #[test]
 fn kernel_tcp_crosses_the_link_both_ways_at_its_rate() {
-    if !ip_mode() {
+    if !common::ip_mode() {
         return;
     }
     const RATE: f64 = 10e6;
@@ -199,7 +187,7 @@ fn figures(s: &Value) -> (f64, f64, f64, f64, f64) {
 
 #[test]
 fn a_quic_flow_gets_what_the_relay_gives_it() {
-    if !ip_mode() {
+    if !common::ip_mode() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -265,7 +253,7 @@ fn a_quic_flow_gets_what_the_relay_gives_it() {
 
 #[test]
 fn a_quic_flow_of_the_largest_datagrams_fits() {
-    if !ip_mode() {
+    if !common::ip_mode() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -291,7 +279,7 @@ fn a_quic_flow_of_the_largest_datagrams_fits() {
 
 #[test]
 fn ctrl_c_removes_the_namespaces() {
-    if !ip_mode() {
+    if !common::ip_mode() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -415,7 +403,7 @@ fn without_root_ip_mode_says_what_is_missing() {
 
 #[test]
 fn ip_mode_carries_ecn_codepoints_and_marks_with_a_valid_checksum() {
-    if !ip_mode() {
+    if !common::ip_mode() {
         return;
     }
     // As the relay's test: a step marker at 5 packets, a burst of ECT(0)

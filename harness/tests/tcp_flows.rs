@@ -320,11 +320,7 @@ fn a_tcp_flow_beside_a_quic_flow_on_netem() {
 
 #[test]
 fn a_tcp_flow_beside_a_quic_flow_on_the_emulators_ip_mode() {
-    if !root() {
-        return;
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        test_support::skip("no /dev/net/tun (the emulator's IP mode needs it)");
+    if !common::ip_mode() {
         return;
     }
     // `--link emu` picks the IP mode for a scenario with a TCP flow.
@@ -350,11 +346,7 @@ fn a_tcp_flow_beside_a_quic_flow_on_the_emulators_ip_mode() {
 
 #[test]
 fn a_sweep_on_the_emulator_runs_tcp_points_in_ip_mode_and_others_on_the_relay() {
-    if !root() {
-        return;
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        test_support::skip("no /dev/net/tun (the emulator's IP mode needs it)");
+    if !common::ip_mode() {
         return;
     }
     let d = tempfile::tempdir().unwrap();

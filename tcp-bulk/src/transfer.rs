@@ -401,8 +401,6 @@ fn interval(req: &Request) -> Duration {
     Duration::from_millis(req.interval_ms)
 }
 
-/// Serves one connection, writing this end's records into `samples`;
-/// an error only for what could not even be answered.
 /// A listener on `addr`, its socket set to congestion control `cc` (when
 /// given) before it listens, so that accepted connections start with it:
 /// an algorithm that needs ECN (dctcp) accepts ECN only on such a
@@ -429,6 +427,8 @@ pub fn listen(addr: &str, cc: Option<&str>) -> Result<std::net::TcpListener, Str
     Ok(s.into())
 }
 
+/// Serves one connection, writing this end's records into `samples`;
+/// an error only for what could not even be answered.
 pub fn serve(s: TcpStream, samples: Option<&Path>) -> Result<(), String> {
     s.set_read_timeout(Some(READ_TIMEOUT))
         .map_err(|e| e.to_string())?;

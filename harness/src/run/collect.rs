@@ -164,13 +164,13 @@ fn flow_result(c: &EndedFlow, group: usize, f: &FlowSpec, dir: &Path) -> FlowRes
         complete: report["complete"].as_bool().unwrap_or(false),
         bytes: report["bytes"].as_u64().unwrap_or(0),
         goodput_bps: report["goodput_bps"].as_f64().unwrap_or(0.0),
-        completion_s: report["request_ends_s"]
-            .as_array()
-            .filter(|e| e.len() as u32 == f.requests && report["complete"] == true)
-            .and_then(|e| e.last()?.as_f64()),
         error: client_error(&report, &c.dir),
         ..FlowResult::default()
     };
+    r.completion_s = report["request_ends_s"]
+        .as_array()
+        .filter(|e| r.complete && e.len() as u32 == f.requests)
+        .and_then(|e| e.last()?.as_f64());
     // A client stopped at the deadline closes its connection and
     // reports "interrupted" (as on Ctrl-C); say why it was stopped.
     if c.killed && r.error.as_deref().is_none_or(|e| e == "interrupted") {

@@ -165,6 +165,17 @@ pub fn check_backend(sc: &Scenario, backend: Backend) -> Result<(), RunError> {
     Ok(())
 }
 
+/// The emulator's mode for `sc` when none is asked for: IP mode for a
+/// scenario with Linux TCP flows (the UDP relay carries none), the relay
+/// otherwise (and on other backends, which ignore it).
+pub fn default_emu_mode(sc: &Scenario, backend: Backend) -> crate::emu::EmuMode {
+    if backend == Backend::Emu && sc.flows.iter().any(|f| f.tcp_cc().is_some()) {
+        crate::emu::EmuMode::Ip
+    } else {
+        crate::emu::EmuMode::Relay
+    }
+}
+
 /// Whether the emulator can run `sc` in `mode` here, checked before
 /// anything starts: IP mode needs root, `/dev/net/tun` and `ip`
 /// ([`crate::emu::tun::check`]), and has no cross traffic yet; the relay

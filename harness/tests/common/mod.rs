@@ -183,3 +183,16 @@ pub fn recv_with_tos(s: &std::net::UdpSocket) -> Vec<(u8, u8)> {
         got.push((buf[0], tos.expect("the kernel passes IP_TOS")));
     }
 }
+
+/// The emulator's IP mode can run here (root, `/dev/net/tun`, `ip`), or
+/// a skip (a failure under CI) naming what is missing.
+#[allow(dead_code)]
+pub fn ip_mode() -> bool {
+    match harness::emu::tun::check() {
+        Ok(()) => true,
+        Err(e) => {
+            test_support::skip(&e.to_string());
+            false
+        }
+    }
+}

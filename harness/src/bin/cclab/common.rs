@@ -144,15 +144,15 @@ pub fn emu_mode(
     let Some(s) = given else {
         // Linux TCP flows cannot cross the UDP relay: IP mode, or a clear
         // error saying what it needs.
-        if backend == Backend::Emu && sc.flows.iter().any(|f| f.tcp_cc().is_some()) {
-            if let Err(e) = harness::run::check_emu_mode(sc, backend, EmuMode::Ip) {
+        let mode = harness::run::default_emu_mode(sc, backend);
+        if mode == EmuMode::Ip {
+            if let Err(e) = harness::run::check_emu_mode(sc, backend, mode) {
                 bad_input(format!(
                     "this scenario has Linux TCP flows, which only the emulator's IP mode carries: {e}"
                 ));
             }
-            return EmuMode::Ip;
         }
-        return EmuMode::Relay;
+        return mode;
     };
     let mode = EmuMode::parse(s).unwrap_or_else(|| {
         bad_input(format!(
