@@ -105,7 +105,6 @@ pub struct Dctcp {
     any_period: CongestionPeriod,
     ect1: bool,
     ce_reductions: u64,
-    marks: u64,
 }
 
 impl Dctcp {
@@ -119,7 +118,6 @@ impl Dctcp {
             any_period: CongestionPeriod::default(),
             ect1: cfg.ect1,
             ce_reductions: 0,
-            marks: 0,
         }
     }
 }
@@ -173,7 +171,6 @@ impl CongestionController for Dctcp {
     }
 
     fn on_ecn(&mut self, ecn: &EcnEvent, now: Instant) {
-        self.marks = self.marks.saturating_add(ecn.newly_ce);
         self.alpha.add(ecn);
         if self.alpha.window_over(&self.pns) {
             self.alpha.end_window(&self.pns);
@@ -267,7 +264,10 @@ mod tests {
         d.ack(10, false);
         d.ecn(2, 10);
         let once = d.cc.congestion_window();
-        assert!(once < 110 * MSS / 2 + 10 * MSS);
+        // The first window (2 of 10 marked) takes alpha from 1 to
+        // 15/16 + 0.2/16 = 0.95; 110 packets are cut by alpha / 2.
+        assert_eq!(d.cc.alpha.alpha, 0.95);
+        assert_eq!(once, (110.0 * MSS as f64 * (1.0 - 0.95 / 2.0)) as usize);
         // Marks on the rest of the round, sent before the cut: no cut.
         for _ in 0..3 {
             d.ack(10, false);

@@ -116,7 +116,8 @@ impl PacketNumbers {
     /// Records an ACK frame.
     pub fn on_ack(&mut self, ack: &AckEvent) {
         if ack.space == quiche::cc::PacketSpace::Application {
-            if let Some(p) = ack.acked.iter().map(|p| p.pkt_num).max() {
+            // `acked` is ordered by packet number.
+            if let Some(p) = ack.acked.last().map(|p| p.pkt_num) {
                 self.largest_acked = Some(self.largest_acked.map_or(p, |l| l.max(p)));
             }
         }
@@ -146,10 +147,6 @@ pub struct AlphaEstimator {
     /// The window ends when this packet number (or a later one) is
     /// acknowledged.
     pub window_end: u64,
-    /// Windows completed.
-    pub windows: u64,
-    /// The marked fraction of the last completed window.
-    pub last_fraction: f64,
 }
 
 impl AlphaEstimator {
@@ -172,8 +169,6 @@ impl AlphaEstimator {
             window_ce: 0,
             window_ect: 0,
             window_end: 0,
-            windows: 0,
-            last_fraction: 0.0,
         }
     }
 
@@ -207,11 +202,9 @@ impl AlphaEstimator {
             (self.window_ce as f64 / self.window_ect.max(1) as f64).min(1.0)
         };
         self.alpha = ((1.0 - self.g) * self.alpha + self.g * f).clamp(0.0, 1.0);
-        self.last_fraction = f;
         self.window_ce = 0;
         self.window_ect = 0;
         self.window_end = pns.next();
-        self.windows += 1;
     }
 }
 
@@ -267,24 +260,11 @@ impl CongestionController for ClassicEcn {
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
-        self.last_ack = ack
-            .acked
-            .iter()
-            .map(|p| p.pkt_num)
-            .max()
-            .map(|pn| (pn, ack.acked.len()));
+        // `acked` is ordered by packet number.
+        self.last_ack = ack.acked.last().map(|p| (p.pkt_num, ack.acked.len()));
         let ours = AckEvent {
-            space: ack.space,
-            acked: ack.acked,
-            acked_bytes: ack.acked_bytes,
-            rtt_sample: ack.rtt_sample,
-            rtt: ack.rtt,
-            bytes_in_flight_before: ack.bytes_in_flight_before,
-            bytes_in_flight_after: ack.bytes_in_flight_after,
-            app_limited: ack.app_limited,
-            delivery_rate: ack.delivery_rate,
-            delivery_rate_app_limited: ack.delivery_rate_app_limited,
             recovery_start_time: self.period.start(),
+            ..*ack
         };
         self.inner.on_ack(&ours, now);
     }
@@ -498,10 +478,13 @@ mod tests {
         assert_eq!(a.window_end, 10);
         assert!(!a.window_over(&pns));
         // Marks without ECN-capable packets count as a fully marked window.
+        let before = a.alpha;
         a.window_ce = u64::MAX;
         a.window_ect = 0;
         a.end_window(&pns);
-        assert!(a.alpha <= 1.0 && a.alpha.is_finite());
-        assert!(AlphaEstimator::new(f64::NAN, f64::NAN).g > 0.0);
+        assert!((a.alpha - (before * 15.0 / 16.0 + 1.0 / 16.0)).abs() < 1e-12);
+        // NaN parameters take the defaults.
+        let n = AlphaEstimator::new(f64::NAN, f64::NAN);
+        assert_eq!((n.alpha, n.g), (1.0, 1.0 / 16.0));
     }
 }
