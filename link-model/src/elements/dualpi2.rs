@@ -232,9 +232,9 @@ impl DualPi2 {
             // Overload (RFC 9332 4.2.3, A.2): the coupled probability is
             // saturated, p_C >= 1/k^2; ECN is disabled, so ECN-capable
             // packets of either queue are dropped with p_C.
-            let overload = self.p.k * self.prob >= 1.0;
+            let p_cl = self.p.k * self.prob;
+            let overload = p_cl >= 1.0;
             if from_l {
-                let p_cl = self.p.k * self.prob;
                 if overload {
                     // Overload: the coupled probability is saturated.
                     if self.rng.chance(self.classic_prob()) {
