@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load lint clean
 
 all: build
 
@@ -167,6 +167,21 @@ netem-vs-emu: bootstrap
 # references; tables and cwnd/queue figures.
 kernel-vs-plugin: bootstrap
 	./scripts/kernel-vs-plugin.sh
+
+# System calls per data packet over the whole endpoint processes (perf's
+# raw_syscalls counter, every thread): QUIC at 20 and 100 Mbit/s (NewReno,
+# CUBIC, BBRv2) and Linux TCP beside them, on the emulator, stamped with
+# the commit. Root (the TCP rows use the emulator's IP mode); about 2 min.
+syscalls: bootstrap
+	./scripts/syscalls.sh
+
+# NewReno, CUBIC and BBRv2 on the emulator (20 Mbit/s, 40 ms, 1 BDP, 30 s,
+# 3 repetitions) on a quiet host and beside two busy processes, both
+# printed with the goals (utilization within 2 points, queue within 20% or
+# 2 ms). PACING=on:credit=0 runs it with a pacer that keeps no credit.
+# About 12 minutes.
+host-load: bootstrap
+	./scripts/host-load.sh
 
 # Each QUIC algorithm against one Linux CUBIC flow (20 Mbit/s, 40 ms,
 # 1 BDP, 30 s, 3 repetitions) on the emulator's IP mode (host kernel; root)

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
+use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use crate::{Next, MAX_DATAGRAM_SIZE, MAX_MTU, PACING_SLACK};
@@ -14,28 +15,100 @@ use crate::{Next, MAX_DATAGRAM_SIZE, MAX_MTU, PACING_SLACK};
 /// datagram can hold; 48 default-size packets).
 const MAX_GSO_BYTES: usize = 48 * MAX_DATAGRAM_SIZE;
 
-/// A UDP socket that sends with segmentation offload when the kernel has it.
+/// A UDP socket that sends with segmentation offload when the kernel has
+/// it and receives every queued datagram in as few system calls as the
+/// kernel allows (`recvmmsg`, [`RecvBatch`]).
 pub struct Socket {
-    io: tokio::net::UdpSocket,
+    io: AsyncFd<std::net::UdpSocket>,
     state: UdpSocketState,
     local: SocketAddr,
     /// Datagrams one GSO send may carry (1 without GSO).
     max_segments: usize,
 }
 
+/// Room for the datagrams one receive call returns: up to
+/// [`quinn_udp::BATCH_SIZE`] messages (32 on Linux), each up to 64 KiB (a
+/// GRO message holds several datagrams of `stride` bytes).
+pub struct RecvBatch {
+    buf: Vec<u8>,
+    meta: Vec<RecvMeta>,
+    len: usize,
+}
+
+/// Bytes of one message slot in a [`RecvBatch`].
+const RECV_SLOT: usize = 65_536;
+
+impl RecvBatch {
+    /// A batch of [`quinn_udp::BATCH_SIZE`] slots.
+    pub fn new() -> RecvBatch {
+        let n = quinn_udp::BATCH_SIZE.max(1);
+        RecvBatch {
+            buf: vec![0u8; n * RECV_SLOT],
+            meta: vec![RecvMeta::default(); n],
+            len: 0,
+        }
+    }
+
+    /// Messages the last receive returned.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the last receive returned nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slots a receive may fill.
+    pub fn capacity(&self) -> usize {
+        self.meta.len()
+    }
+
+    /// Calls `f` with every datagram of the last receive (GRO messages
+    /// split at their stride), its sender and its ECN codepoint.
+    pub fn for_each(&mut self, mut f: impl FnMut(&mut [u8], SocketAddr, quiche::Ecn)) {
+        for (i, m) in self.meta[..self.len].iter().enumerate() {
+            let slot = &mut self.buf[i * RECV_SLOT..(i + 1) * RECV_SLOT];
+            let stride = m.stride.max(1);
+            let ecn = ecn_of(m);
+            let mut off = 0;
+            while off < m.len {
+                let end = (off + stride).min(m.len);
+                f(&mut slot[off..end], m.addr, ecn);
+                off = end;
+            }
+        }
+    }
+}
+
+impl Default for RecvBatch {
+    fn default() -> Self {
+        RecvBatch::new()
+    }
+}
+
 impl Socket {
     /// Binds `addr`.
     pub async fn bind(addr: SocketAddr) -> io::Result<Socket> {
-        let io = tokio::net::UdpSocket::bind(addr).await?;
-        let state = UdpSocketState::new(UdpSockRef::from(&io))?;
+        let sock = std::net::UdpSocket::bind(addr)?;
+        sock.set_nonblocking(true)?;
+        let state = UdpSocketState::new(UdpSockRef::from(&sock))?;
         // Room for bursts at high rates on a loopback.
-        let _ = state.set_send_buffer_size(UdpSockRef::from(&io), 8 << 20);
-        let _ = state.set_recv_buffer_size(UdpSockRef::from(&io), 8 << 20);
-        let local = io.local_addr()?;
+        let _ = state.set_send_buffer_size(UdpSockRef::from(&sock), 8 << 20);
+        let _ = state.set_recv_buffer_size(UdpSockRef::from(&sock), 8 << 20);
+        let local = sock.local_addr()?;
         // One send carries at most a 64 KiB UDP payload.
         let max_segments = state
             .max_gso_segments()
             .clamp(1, u16::MAX as usize / MAX_DATAGRAM_SIZE);
+        // Registered for reading only: with edge-triggered epoll, a socket
+        // registered for writing too reports EPOLLOUT after every send, a
+        // wake-up (an `epoll_wait`) per send for nothing. A send that finds
+        // the buffer full waits on a registration of its own ([`Socket::send`]).
+        // SAFETY: the AsyncFd owns the socket, so the descriptor stays open,
+        // and the same one, for as long as it is registered.
+        let io = unsafe { AsyncFd::register_with_interest(sock, Interest::READABLE) }
+            .map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Socket {
             io,
             state,
@@ -54,35 +127,68 @@ impl Socket {
         self.max_segments
     }
 
-    /// Waits for one receive (which may carry several GRO segments of
-    /// `meta.stride` bytes each).
-    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<RecvMeta> {
+    /// One `recvmmsg` into `batch`: what is queued, up to its capacity.
+    fn read(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        let mut slices: Vec<io::IoSliceMut<'_>> = batch
+            .buf
+            .chunks_mut(RECV_SLOT)
+            .map(io::IoSliceMut::new)
+            .collect();
+        let n = self.state.recv(
+            UdpSockRef::from(self.io.get_ref()),
+            &mut slices,
+            &mut batch.meta,
+        )?;
+        batch.len = n;
+        Ok(n)
+    }
+
+    /// Waits until datagrams are queued and reads them, as many as `batch`
+    /// holds, in one system call. A read that returns fewer than the batch
+    /// holds has emptied the queue, so the socket is marked not readable
+    /// without another call to find it empty (the next datagram to arrive
+    /// makes it readable again).
+    pub async fn recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
         loop {
-            self.io.readable().await?;
-            if let Some(meta) = self.try_recv(buf)? {
-                return Ok(meta);
+            let mut guard = self.io.readable().await?;
+            match self.read(batch) {
+                Ok(n) => {
+                    if n < batch.capacity() {
+                        guard.clear_ready();
+                    }
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    batch.len = 0;
+                    guard.clear_ready();
+                }
+                Err(e) => {
+                    batch.len = 0;
+                    return Err(e);
+                }
             }
         }
     }
 
-    /// Receives without waiting; `None` when nothing is queued.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<RecvMeta>> {
-        let mut meta = [RecvMeta::default()];
-        let res = self.io.try_io(Interest::READABLE, || {
-            let mut bufs = [io::IoSliceMut::new(buf)];
-            self.state
-                .recv(UdpSockRef::from(&self.io), &mut bufs, &mut meta)
-        });
-        match res {
-            Ok(_) => Ok(Some(meta[0])),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) => Err(e),
+    /// Reads what is queued without waiting (0 when nothing is).
+    pub fn try_recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        match self.read(batch) {
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                batch.len = 0;
+                Ok(0)
+            }
+            Err(e) => {
+                batch.len = 0;
+                Err(e)
+            }
         }
     }
 
     /// Sends `contents` (segments of `segment` bytes, the last may be
     /// shorter) to `to` with the ECN codepoint `ecn` in each datagram's IP
-    /// header, waiting while the socket buffer is full.
+    /// header, waiting while the socket buffer is full. The send is tried
+    /// at once: only a full buffer costs a wait for writability.
     pub async fn send(
         &self,
         to: SocketAddr,
@@ -97,13 +203,32 @@ impl Socket {
             segment_size: (contents.len() > segment).then_some(segment),
             src_ip: None,
         };
+        let mut result = self
+            .state
+            .try_send(UdpSockRef::from(self.io.get_ref()), &transmit);
         loop {
-            self.io.writable().await?;
-            match self.io.try_io(Interest::WRITABLE, || {
-                self.state.try_send(UdpSockRef::from(&self.io), &transmit)
-            }) {
+            match result {
                 Ok(()) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                // The socket buffer is full (rare: it holds 8 MiB): wait
+                // for room through a registration for writing made for this
+                // wait alone, on a duplicate of the descriptor.
+                Err(ref e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let dup = self.io.get_ref().try_clone()?;
+                    // SAFETY: the AsyncFd owns the duplicate for as long as
+                    // it is registered.
+                    let w = unsafe { AsyncFd::register_with_interest(dup, Interest::WRITABLE) }
+                        .map_err(|e| io::Error::other(e.to_string()))?;
+                    loop {
+                        let mut guard = w.writable().await?;
+                        if let Ok(r) = guard.try_io(|s| {
+                            self.state
+                                .try_send(UdpSockRef::from(s.get_ref()), &transmit)
+                        }) {
+                            result = r;
+                            break;
+                        }
+                    }
+                }
                 // A vanished peer must not stop the endpoint.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(()),
                 // The path refuses this batch size: send segment by segment.
@@ -188,14 +313,22 @@ pub fn ecn_of(meta: &RecvMeta) -> quiche::Ecn {
 
 /// A timer with microsecond precision for the socket loops.
 ///
-/// tokio's timers fire on the next millisecond tick at the earliest, and
-/// quiche's pacers restart their schedule from the time a packet really
-/// leaves (they do not catch up), so a paced sender woken up to 1 ms late
-/// loses rate: BBR2 used 92% of a 20 Mbit/s link this way where virtual
-/// time, which is never late, used 98.5%. A timerfd in tokio's reactor
-/// wakes within the kernel's timer slack (50 µs by default) instead.
+/// tokio's timers fire on the next millisecond tick at the earliest, and a
+/// paced sender woken up to 1 ms late loses rate (or, with the pacer's
+/// bounded credit, sends in bursts). A timerfd in tokio's reactor wakes
+/// within the kernel's timer slack (50 µs by default) instead.
+///
+/// It costs as few system calls as it can: the kernel timer is re-armed
+/// only when the deadline moves earlier than the armed one or the armed
+/// one has passed (a deadline that moves later, as an idle timeout does
+/// with every packet, is left armed: the early wake-up re-arms it once),
+/// and an expiry is taken from tokio's readiness without reading the
+/// descriptor (re-arming resets its count, and epoll reports each new
+/// expiry as a new edge).
 pub struct Timer {
-    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
+    fd: AsyncFd<std::os::fd::OwnedFd>,
+    /// The deadline the kernel timer is armed for, if any.
+    armed: Option<Instant>,
 }
 
 impl Timer {
@@ -217,23 +350,18 @@ impl Timer {
         let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
         // SAFETY: the OwnedFd keeps the descriptor open, and the same one,
         // for as long as the AsyncFd that owns it lives.
-        let fd =
-            unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, Interest::READABLE) }
-                .map_err(|e| io::Error::other(e.to_string()))?;
-        Ok(Timer { fd })
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(Timer { fd, armed: None })
     }
 
-    /// Waits until `t`; forever when `None`. Re-arming (a new call after a
-    /// cancelled one) replaces the previous deadline.
-    pub async fn sleep_until(&self, t: Option<Instant>) {
+    /// Arms the kernel timer for `t` (relative to now; `now` past `t` arms
+    /// it for 1 ns, so that it fires at once).
+    fn arm(&mut self, t: Instant, now: Instant) -> io::Result<()> {
         use std::os::fd::AsRawFd;
-        let Some(t) = t else {
-            return std::future::pending().await;
-        };
-        let d = t.saturating_duration_since(Instant::now());
-        if d.is_zero() {
-            return;
-        }
+        let d = t
+            .saturating_duration_since(now)
+            .max(std::time::Duration::from_nanos(1));
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -247,27 +375,37 @@ impl Timer {
         let fd = self.fd.get_ref().as_raw_fd();
         // SAFETY: `fd` is our timerfd and `spec` a valid itimerspec.
         if unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) } < 0 {
-            return tokio::time::sleep_until(t.into()).await;
+            return Err(io::Error::last_os_error());
         }
+        self.armed = Some(t);
+        Ok(())
+    }
+
+    /// Waits until `t`; forever when `None`. Cancel-safe: a new call after
+    /// a cancelled one (with the same or another deadline) keeps or
+    /// replaces the armed deadline as it needs.
+    pub async fn sleep_until(&mut self, t: Option<Instant>) {
+        let Some(t) = t else {
+            return std::future::pending().await;
+        };
         loop {
+            let now = Instant::now();
+            if t <= now {
+                return;
+            }
+            let rearm = match self.armed {
+                None => true,
+                Some(a) => a <= now || t < a,
+            };
+            if rearm && self.arm(t, now).is_err() {
+                return tokio::time::sleep_until(t.into()).await;
+            }
             let Ok(mut guard) = self.fd.readable().await else {
                 return tokio::time::sleep_until(t.into()).await;
             };
-            let mut ticks = [0u8; 8];
-            // SAFETY: reads at most 8 bytes into `ticks`.
-            let r = guard.try_io(|inner| {
-                let n = unsafe { libc::read(inner.as_raw_fd(), ticks.as_mut_ptr().cast(), 8) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(())
-                }
-            });
-            match r {
-                Ok(_) => return,
-                // Readiness left over from a cancelled wait: wait again.
-                Err(_would_block) => continue,
-            }
+            // An expiry (this deadline's, an earlier armed one's, or one
+            // left over from a cancelled wait): consumed without a read.
+            guard.clear_ready();
         }
     }
 }

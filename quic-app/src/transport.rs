@@ -187,35 +187,140 @@ impl fmt::Display for SmallPackets {
 }
 
 /// Whether a sender paces its packets (quiche's pacer, on by default for
-/// every plugin) or sends each as soon as the window allows, as ns-2's and
-/// ns-3's TCP agents and quiche's built-in Reno do.
+/// every plugin and BBRv2) or sends each as soon as the window allows, as
+/// ns-2's and ns-3's TCP agents and quiche's built-in Reno and CUBIC do.
+///
+/// A paced sender that wakes late may make up the sending time it lost
+/// with a burst, bounded by its credit (`quiche::PacingCredit`): by
+/// default 2 ms at the pacing rate, 10 to 256 packets (quinn's token
+/// bucket); `on:credit=0` keeps none (every late wake-up is time lost, as
+/// quiche 0.30's pacers did); `on:credit=1ms,min=2` is about Linux's TSO
+/// autosizing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pacing {
-    /// Paced at the rate the controller sets.
+    /// Paced at the rate the controller sets, with the default credit.
     On,
+    /// Paced, with this credit.
+    Credit {
+        /// Sending time that may be made up, microseconds at the pacing rate.
+        micros: u32,
+        /// The bound in full-size packets is at least this.
+        min_packets: u16,
+        /// And at most this.
+        max_packets: u16,
+    },
     /// Sent as soon as the window has room.
     Off,
 }
 
+/// The forms [`Pacing::parse`] accepts, for error messages.
+pub const PACING_FORMS: &str = "on (quiche's pacer; a late sender may make up 2 ms at the pacing rate, 10 to 256 packets), off (send as soon as the window has room, as ns-2's TCP does), or on:credit=DURATION[,min=N][,max=N] (the credit a late sender may make up: DURATION from 0 to 100ms at the pacing rate, at least min and at most max full-size packets, 0 to 10000; min defaults to 0 and max to 256 when credit is given)";
+
 impl Pacing {
-    /// Parses `on` or `off` (also `true`/`false`).
-    pub fn parse(s: &str) -> Result<Pacing, String> {
-        match s.trim() {
-            "on" | "true" => Ok(Pacing::On),
-            "off" | "false" => Ok(Pacing::Off),
-            _ => Err(format!(
-                "`{s}` is not on (quiche's pacer, the default) or off (send as soon as the window has room, as ns-2's TCP does)"
-            )),
+    /// The credit quiche's pacer gets ([`Pacing::Off`]: none, unused).
+    pub fn credit(&self) -> quiche::PacingCredit {
+        match *self {
+            Pacing::On => quiche::PacingCredit::DEFAULT,
+            Pacing::Credit {
+                micros,
+                min_packets,
+                max_packets,
+            } => quiche::PacingCredit {
+                time: Duration::from_micros(micros.into()),
+                min_packets: min_packets.into(),
+                max_packets: max_packets.into(),
+            },
+            Pacing::Off => quiche::PacingCredit::NONE,
         }
+    }
+
+    /// Parses `on`, `off` (also `true`/`false`) or
+    /// `on:credit=DURATION[,min=N][,max=N]`.
+    pub fn parse(s: &str) -> Result<Pacing, String> {
+        let bad = |why: String| Err(format!("`{s}`: {why}; the forms are {PACING_FORMS}"));
+        let t = s.trim();
+        match t {
+            "on" | "true" => return Ok(Pacing::On),
+            "off" | "false" => return Ok(Pacing::Off),
+            _ => {}
+        }
+        let Some(rest) = t.strip_prefix("on:") else {
+            return bad("not a pacing mode".into());
+        };
+        let (mut micros, mut min_packets, mut max_packets) = (None, 0u16, 256u16);
+        for kv in rest.split(',').filter(|kv| !kv.trim().is_empty()) {
+            let Some((k, v)) = kv.split_once('=') else {
+                return bad(format!("`{kv}` is not KEY=VALUE"));
+            };
+            let v = v.trim();
+            match k.trim() {
+                "credit" => {
+                    let us = if v == "0" {
+                        Some(0)
+                    } else if let Some(n) = v.strip_suffix("us") {
+                        n.trim().parse::<u32>().ok()
+                    } else if let Some(n) = v.strip_suffix("ms") {
+                        n.trim()
+                            .parse::<u32>()
+                            .ok()
+                            .and_then(|n| n.checked_mul(1000))
+                    } else {
+                        None
+                    };
+                    match us {
+                        Some(us) if us <= 100_000 => micros = Some(us),
+                        _ => {
+                            return bad(format!(
+                                "credit `{v}` is not a whole number of ms or us from 0 to 100ms"
+                            ))
+                        }
+                    }
+                }
+                key @ ("min" | "max") => match v.parse::<u16>() {
+                    Ok(n) if n <= 10_000 => {
+                        if key == "min" {
+                            min_packets = n
+                        } else {
+                            max_packets = n
+                        }
+                    }
+                    _ => return bad(format!("{key} `{v}` is not a whole number from 0 to 10000")),
+                },
+                other => return bad(format!("unknown key `{other}` (credit, min, max)")),
+            }
+        }
+        let Some(micros) = micros else {
+            return bad("credit=DURATION is missing".into());
+        };
+        if min_packets > max_packets {
+            return bad(format!("min {min_packets} is above max {max_packets}"));
+        }
+        Ok(Pacing::Credit {
+            micros,
+            min_packets,
+            max_packets,
+        })
     }
 }
 
 impl fmt::Display for Pacing {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(match self {
-            Pacing::On => "on",
-            Pacing::Off => "off",
-        })
+        match *self {
+            Pacing::On => f.write_str("on"),
+            Pacing::Off => f.write_str("off"),
+            Pacing::Credit {
+                micros,
+                min_packets,
+                max_packets,
+            } => {
+                if micros % 1000 == 0 {
+                    write!(f, "on:credit={}ms", micros / 1000)?;
+                } else {
+                    write!(f, "on:credit={micros}us")?;
+                }
+                write!(f, ",min={min_packets},max={max_packets}")
+            }
+        }
     }
 }
 
@@ -278,7 +383,8 @@ impl Transport {
         c.set_ack_policy(policy)
             .expect("an ACK policy of at least one packet");
         c.set_avoid_small_packets(self.small_packets == SmallPackets::Avoid);
-        c.enable_pacing(self.pacing == Pacing::On);
+        c.enable_pacing(self.pacing != Pacing::Off);
+        c.set_pacing_credit(self.pacing.credit());
     }
 }
 
@@ -341,6 +447,40 @@ mod tests {
         assert_eq!(Pacing::parse("off"), Ok(Pacing::Off));
         assert_eq!(Pacing::parse(&Pacing::On.to_string()), Ok(Pacing::On));
         assert!(Pacing::parse("sometimes").unwrap_err().contains("on"));
+        for (s, micros, min, max) in [
+            ("on:credit=0", 0, 0, 256),
+            ("on:credit=1ms,min=2", 1000, 2, 256),
+            ("on:credit=500us,min=1,max=64", 500, 1, 64),
+        ] {
+            let p = Pacing::parse(s).unwrap();
+            assert_eq!(
+                p,
+                Pacing::Credit {
+                    micros,
+                    min_packets: min,
+                    max_packets: max
+                },
+                "{s}"
+            );
+            assert_eq!(Pacing::parse(&p.to_string()), Ok(p));
+        }
+        assert_eq!(Pacing::On.credit(), quiche::PacingCredit::DEFAULT);
+        assert_eq!(
+            Pacing::parse("on:credit=0").unwrap().credit().time,
+            Duration::ZERO
+        );
+        for bad in [
+            "on:",
+            "on:min=2",
+            "on:credit=2",
+            "on:credit=1s",
+            "on:credit=200ms",
+            "on:credit=1ms,min=5,max=4",
+            "on:credit=1ms,burst=3",
+        ] {
+            let e = Pacing::parse(bad).unwrap_err();
+            assert!(e.contains("on:credit=DURATION"), "{bad}: {e}");
+        }
         assert!(SmallPackets::parse("sometimes")
             .unwrap_err()
             .contains("allow"));

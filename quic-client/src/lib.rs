@@ -168,7 +168,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         cc: format!("{:?}", cfg.cc),
     };
     let mut app = ClientApp::new(conn, settings, Instant::now())?;
-    let mut buf = vec![0u8; 65535];
+    let mut rx = quic_app::io::RecvBatch::new();
     let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
     let mut pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
     // Ctrl-C and SIGTERM (how cclab stops a flow at its deadline) close
@@ -178,25 +178,26 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     tokio::pin!(ctrl_c);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut interrupted = false;
-    let timer = quic_app::io::Timer::new()?;
+    let mut timer = quic_app::io::Timer::new()?;
 
     loop {
         let wake = [app.timeout(), pace_until].into_iter().flatten().min();
         tokio::select! {
-            meta = socket.recv(&mut buf) => {
-                let mut meta = Some(meta?);
-                while let Some(m) = meta {
-                    let stride = m.stride.max(1);
-                    let mut off = 0;
-                    let ecn = if cfg.ignore_ecn { quiche::Ecn::NotEct } else { quic_app::io::ecn_of(&m) };
-                    while off < m.len {
-                        let end = (off + stride).min(m.len);
-                        if m.addr == peer {
-                            app.recv(&mut buf[off..end], quiche::RecvInfo { from: m.addr, to: local }, ecn);
+            n = socket.recv_batch(&mut rx) => {
+                // One call read what was queued; a full batch may have
+                // left more, read without waiting.
+                let mut n = n?;
+                loop {
+                    rx.for_each(|d, from, ecn| {
+                        let ecn = if cfg.ignore_ecn { quiche::Ecn::NotEct } else { ecn };
+                        if from == peer {
+                            app.recv(d, quiche::RecvInfo { from, to: local }, ecn);
                         }
-                        off = end;
+                    });
+                    if n < rx.capacity() {
+                        break;
                     }
-                    meta = socket.try_recv(&mut buf)?;
+                    n = socket.try_recv_batch(&mut rx)?;
                 }
             }
             _ = timer.sleep_until(wake) => {}

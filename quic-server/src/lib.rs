@@ -119,10 +119,10 @@ impl Server {
     /// flushes their qlog files. Returns the counters.
     pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<ServerStats> {
         tokio::pin!(shutdown);
-        let mut buf = vec![0u8; 65535];
+        let mut rx = quic_app::io::RecvBatch::new();
         let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
         let local = self.socket.local_addr();
-        let timer = quic_app::io::Timer::new()?;
+        let mut timer = quic_app::io::Timer::new()?;
         // Once shutting down: close every connection, and keep serving until
         // they are closed (so their qlogs end with connection_closed), at
         // most this long.
@@ -140,15 +140,17 @@ impl Server {
                     self.app.shut_down();
                     closing = Some(Instant::now() + Duration::from_secs(2));
                 }
-                meta = self.socket.recv(&mut buf) => {
-                    let meta = meta?;
-                    self.on_datagrams(&mut buf, meta, local);
-                    // Drain what else is queued before sending.
-                    for _ in 0..64 {
-                        match self.socket.try_recv(&mut buf)? {
-                            Some(meta) => self.on_datagrams(&mut buf, meta, local),
-                            None => break,
+                n = self.socket.recv_batch(&mut rx) => {
+                    // One call read what was queued; a full batch may have
+                    // left more: read on without waiting, a few batches at
+                    // most before sending.
+                    let mut n = n?;
+                    for _ in 0..4 {
+                        self.on_datagrams(&mut rx, local);
+                        if n < rx.capacity() {
+                            break;
                         }
+                        n = self.socket.try_recv_batch(&mut rx)?;
                     }
                 }
                 _ = timer.sleep_until(wake) => {}
@@ -173,16 +175,9 @@ impl Server {
         Ok(self.app.stats())
     }
 
-    fn on_datagrams(&mut self, buf: &mut [u8], meta: quinn_udp::RecvMeta, local: SocketAddr) {
-        let stride = meta.stride.max(1);
-        let mut off = 0;
+    fn on_datagrams(&mut self, rx: &mut quic_app::io::RecvBatch, local: SocketAddr) {
         let now = Instant::now();
-        let ecn = quic_app::io::ecn_of(&meta);
-        while off < meta.len {
-            let end = (off + stride).min(meta.len);
-            self.app
-                .recv(&mut buf[off..end], meta.addr, local, ecn, now);
-            off = end;
-        }
+        let app = &mut self.app;
+        rx.for_each(|d, from, ecn| app.recv(d, from, local, ecn, now));
     }
 }

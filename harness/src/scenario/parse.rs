@@ -426,7 +426,8 @@ impl Entry<'_> {
     }
 
     /// `pacing` (default `on`; `off` sends as soon as the window has
-    /// room; `true`/`false` too).
+    /// room; `true`/`false` too; `on:credit=1ms,min=2` bounds the burst a
+    /// late sender may make up differently from the default).
     fn pacing(&self) -> Result<Pacing, ScenarioError> {
         let Some(v) = self.t.get("pacing") else {
             return Ok(Transport::default().pacing);

@@ -74,8 +74,10 @@ struct Args {
     /// cclab's scenarios) or allow (quiche's own).
     #[arg(long, default_value = "avoid", value_parser = quic_app::transport::SmallPackets::parse)]
     small_packets: quic_app::transport::SmallPackets,
-    /// Pacing of what this end sends: on (quiche's pacer) or off (as soon
-    /// as the window has room, as ns-2's TCP sends).
+    /// Pacing of what this end sends: on (quiche's pacer; a late sender
+    /// makes up at most 2 ms at the pacing rate, 10 to 256 packets), off
+    /// (as soon as the window has room, as ns-2's TCP sends), or
+    /// on:credit=DURATION[,min=N][,max=N] (another bound on that burst).
     #[arg(long, default_value = "on", value_parser = quic_app::transport::Pacing::parse)]
     pacing: quic_app::transport::Pacing,
     /// Treat every received datagram as Not-ECT, whatever its IP header
