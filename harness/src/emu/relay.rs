@@ -13,8 +13,14 @@ use super::config::{EmuConfig, EmuError, EmuReport, Snapshot};
 use super::engine::{create_logs, topology, LinkCore};
 use super::monotonic_ns;
 use super::packet::{Ecn, Packet};
-use super::sockets::{bind_listeners, realtime_ns, recv_stamped, send_with_tos, upstream_socket};
+use super::sockets::{
+    bind_listeners, realtime_ns, send_batch, upstream_socket, Outgoing, RecvBatch, BATCH,
+};
 use crate::link::Dir;
+
+/// Datagrams read from one socket per wake at most, so that a busy socket
+/// cannot starve the others or the link's deliveries.
+const READ_BOUND: usize = 256;
 
 /// One client of one route, with its own socket towards the server.
 struct Flow {
@@ -73,7 +79,7 @@ struct Relay {
     by_client: HashMap<(usize, SocketAddr), u16>,
     pollfds: Vec<libc::pollfd>,
     rebuild: bool,
-    buf: Vec<u8>,
+    rx: RecvBatch,
     send_errors: u64,
     last_arrival: [u64; 2],
     /// CLOCK_REALTIME − CLOCK_MONOTONIC, to move kernel stamps onto our
@@ -91,48 +97,65 @@ impl Relay {
             by_client: HashMap::new(),
             pollfds: Vec::new(),
             rebuild: true,
-            buf: vec![0u8; 65_536],
+            rx: RecvBatch::new(),
             send_errors: 0,
             last_arrival: [0u64; 2],
             real_minus_mono: realtime_ns().saturating_sub(monotonic_ns()),
         }
     }
 
-    /// Sends what the link has due at `t`: up to the servers, down to the clients.
+    /// Sends what the link has due at `t`: up to the servers, down to the
+    /// clients, in the order the link gives them. Consecutive packets that
+    /// leave by the same socket go out together, up to [`BATCH`] per
+    /// `sendmmsg`; each is handed off once its batch is sent.
     fn deliver(&mut self, t: u64) {
         self.core.advance(t);
         let mut out = std::mem::take(&mut self.core.out);
-        for (due, d, pkt) in out.drain(..) {
-            let f = &self.flows[pkt.flow as usize];
-            let tos = pkt.ecn.bits();
-            // A datagram that came (or was marked) with an ECN codepoint
-            // leaves with it; the others take the plain path.
-            let r = match (d, tos) {
-                (Dir::Up, 0) => f.upstream.send(&pkt.data).map(drop),
-                (Dir::Up, _) => send_with_tos(
-                    f.upstream.as_raw_fd(),
-                    &pkt.data,
-                    None,
-                    self.cfg.routes[f.route].target.is_ipv6(),
-                    tos,
-                ),
-                (_, 0) => self.listeners[f.route]
-                    .send_to(&pkt.data, f.client)
-                    .map(drop),
-                (_, _) => send_with_tos(
-                    self.listeners[f.route].as_raw_fd(),
-                    &pkt.data,
-                    Some(f.client),
-                    f.client.is_ipv6(),
-                    tos,
-                ),
-            };
-            if r.is_err() {
-                self.send_errors += 1;
+        let mut rest = &out[..];
+        while let Some((_, d, pkt)) = rest.first() {
+            let (fd, v6) = self.socket_of(*d, pkt.flow);
+            let same = rest[1..]
+                .iter()
+                .take(BATCH - 1)
+                .take_while(|(_, d, p)| self.socket_of(*d, p.flow).0 == fd)
+                .count();
+            let (batch, later) = rest.split_at(1 + same);
+            let flows = &self.flows;
+            let refused = send_batch(
+                fd,
+                v6,
+                batch.iter().map(|(_, d, pkt)| Outgoing {
+                    data: &pkt.data,
+                    // A listener serves many clients, so it names the one;
+                    // a flow's own socket is connected to the server.
+                    to: (*d == Dir::Down).then(|| flows[pkt.flow as usize].client),
+                    // A datagram that came (or was marked) with an ECN
+                    // codepoint leaves with it.
+                    tos: pkt.ecn.bits(),
+                }),
+            );
+            self.send_errors += refused;
+            for &(due, _, _) in batch {
+                self.core.handed_off(due);
             }
-            self.core.handed_off(due);
+            rest = later;
         }
+        out.clear();
         self.core.out = out;
+    }
+
+    /// The socket a packet of `flow` leaves by going `d`, and whether it is
+    /// IPv6: the flow's own socket up to the server, the route's listener
+    /// down to the client.
+    fn socket_of(&self, d: Dir, flow: u16) -> (libc::c_int, bool) {
+        let f = &self.flows[flow as usize];
+        match d {
+            Dir::Up => (
+                f.upstream.as_raw_fd(),
+                self.cfg.routes[f.route].target.is_ipv6(),
+            ),
+            Dir::Down => (self.listeners[f.route].as_raw_fd(), f.client.is_ipv6()),
+        }
     }
 
     /// Sleeps until the link's next event, the next sample or a datagram
@@ -154,52 +177,69 @@ impl Relay {
         self.core.wait(&mut self.pollfds)
     }
 
-    /// Reads everything that is waiting, oldest socket first: listeners
-    /// (clients sending up), then the flows' own sockets (servers replying).
+    /// Reads what is waiting, oldest socket first: listeners (clients
+    /// sending up), then the flows' own sockets (servers replying); up to
+    /// [`BATCH`] datagrams per `recvmmsg` and [`READ_BOUND`] per socket.
     fn read_ready(&mut self) -> Result<(), EmuError> {
-        let nl = self.listeners.len();
         for k in 0..self.pollfds.len() {
             if self.pollfds[k].revents == 0 {
                 continue;
             }
-            for _ in 0..256 {
-                let r = match recv_stamped(self.pollfds[k].fd, &mut self.buf) {
-                    Ok(x) => x,
+            let mut left = READ_BOUND;
+            while left > 0 {
+                let want = left.min(BATCH);
+                let n = match self.rx.recv(self.pollfds[k].fd, want) {
+                    Ok(n) => n,
                     // WouldBlock, or an ICMP error (no server yet) surfacing here.
                     Err(_) => break,
                 };
-                let (len, from, stamp) = (r.len, r.from, r.stamp);
-                let from = if k < nl {
-                    match from {
-                        Some(f) => f,
-                        None => continue,
-                    }
-                } else {
-                    self.flows[k - nl].client
-                };
-                let dir = usize::from(k >= nl);
-                let t = self.arrival_time(stamp, dir);
-                let flow = if k < nl {
-                    match self.flow_of(k, from)? {
-                        Some(id) => id,
-                        None => continue, // no room for another flow id
-                    }
-                } else {
-                    (k - nl) as u16
-                };
-                let pkt = Packet {
-                    data: self.buf[..len].to_vec(),
-                    flow,
-                    // The route: the scenario's flow or cross source.
-                    class: self.flows[flow as usize].route.min(u16::MAX as usize) as u16,
-                    arrival_ns: t,
-                    hop: 0,
-                    ecn: Ecn::from_bits(r.tos),
-                };
-                let d = if dir == 0 { Dir::Up } else { Dir::Down };
-                self.core.push(d, pkt, t);
+                for i in 0..n {
+                    self.accept(k, i)?;
+                }
+                left -= n;
+                // A short batch emptied the socket: no call to learn that.
+                if n < want {
+                    break;
+                }
             }
         }
+        Ok(())
+    }
+
+    /// Pushes the `i`th datagram of the last batch, read from the socket
+    /// of `pollfds[k]`, into its direction of the link.
+    fn accept(&mut self, k: usize, i: usize) -> Result<(), EmuError> {
+        let nl = self.listeners.len();
+        let r = self.rx.info(i);
+        let from = if k < nl {
+            match r.from {
+                Some(f) => f,
+                None => return Ok(()),
+            }
+        } else {
+            self.flows[k - nl].client
+        };
+        let dir = usize::from(k >= nl);
+        let t = self.arrival_time(r.stamp, dir);
+        let flow = if k < nl {
+            match self.flow_of(k, from)? {
+                Some(id) => id,
+                None => return Ok(()), // no room for another flow id
+            }
+        } else {
+            (k - nl) as u16
+        };
+        let pkt = Packet {
+            data: self.rx.data(i).to_vec(),
+            flow,
+            // The route: the scenario's flow or cross source.
+            class: self.flows[flow as usize].route.min(u16::MAX as usize) as u16,
+            arrival_ns: t,
+            hop: 0,
+            ecn: Ecn::from_bits(r.tos),
+        };
+        let d = if dir == 0 { Dir::Up } else { Dir::Down };
+        self.core.push(d, pkt, t);
         Ok(())
     }
 
