@@ -14,8 +14,9 @@
 # Env: DURATION (10s), CASES ("newreno:20mbit cubic:20mbit bbr2:20mbit
 # newreno:100mbit cubic:100mbit bbr2:100mbit tcp:cubic:20mbit
 # tcp:cubic:100mbit"), ACK (the QUIC flows' ack_policy; immediate, the
-# default), JSON (a file for the table as JSON), OUT (a temporary directory,
-# removed unless set). Needs root for the TCP cases (the emulator's IP
+# default), JSON (a file for the table as JSON), ENDPOINTS (a directory
+# with another build's endpoint binaries to count), OUT (a temporary
+# directory, removed unless set). Needs root for the TCP cases (the emulator's IP
 # mode); installs Debian's linux-perf when perf is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,17 +36,25 @@ fi
 
 cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk -p qlog-analysis
 bin=$PWD/target/release
+# ENDPOINTS=DIR counts another build's quic-server, quic-client and
+# tcp-bulk (an earlier commit's, say) through this build's cclab.
+ends=${ENDPOINTS:-$bin}
 if [ -z "${OUT:-}" ]; then
     OUT=$(mktemp -d)
     trap 'rm -rf "$OUT"' EXIT
 fi
 mkdir -p "$OUT"
 
-# Wrappers in place of the endpoint binaries (CCLAB_BIN_DIR): each starts
-# `perf stat -p` on its own pid, waits until the counters are open, then
-# execs the real binary, so the counts cover the endpoint from its start
-# to its exit, every thread included, and cclab's signals reach it as
-# ever.
+# Wrappers in place of the endpoint binaries (CCLAB_BIN_DIR): each asks
+# the watcher below for a counter on its own pid (a file want.PID), waits
+# until it is open (ready.PID), then execs the real binary, so the counts
+# cover the endpoint from its start to its exit, every thread included,
+# and cclab's signals reach it as ever. The counters (`perf stat -p`) run
+# from this script, in the host's network namespace and a session of their
+# own: cclab clears a namespace by killing what runs in it and stops some
+# endpoints by signalling their process group, and neither may stop a
+# counter before it has written. A count that is missing fails the run
+# rather than reading as zero.
 events="raw_syscalls:sys_enter"
 for s in sendmsg sendmmsg sendto recvmsg recvmmsg recvfrom epoll_wait epoll_pwait timerfd_settime read write futex getsockopt ppoll; do
     events="$events,syscalls:sys_enter_$s"
@@ -55,15 +64,34 @@ mkdir -p "$wrap"
 for b in quic-server quic-client tcp-bulk; do
     cat >"$wrap/$b" <<EOF
 #!/usr/bin/env bash
-perf stat -x, -o "\$SYSCALLS_DIR/$b.\$\$.csv" -e "$events" -p \$\$ 2>/dev/null &
+: >"\$SYSCALLS_DIR/want.\$\$"
 for _ in \$(seq 500); do
-    ls -l /proc/\$!/fd 2>/dev/null | grep -q perf_event && break
+    [ -e "\$SYSCALLS_DIR/ready.\$\$" ] && break
     sleep 0.01
 done
-exec "$bin/$b" "\$@"
+exec "$ends/$b" "\$@"
 EOF
     chmod +x "$wrap/$b"
 done
+# watch DIR: attaches a counter to every pid that asks, until DIR/stop.
+watch() {
+    local dir=$1 w pid p
+    while [ ! -e "$dir/stop" ]; do
+        for w in "$dir"/want.*; do
+            [ -e "$w" ] || continue
+            pid=${w##*.}
+            rm -f "$w"
+            setsid perf stat -x, -o "$dir/$pid.csv" -e "$events" -p "$pid" 2>/dev/null &
+            p=$!
+            for _ in $(seq 500); do
+                ls -l /proc/$p/fd 2>/dev/null | grep -q perf_event && break
+                sleep 0.01
+            done
+            : >"$dir/ready.$pid"
+        done
+        sleep 0.01
+    done
+}
 
 for c in $CASES; do
     case $c in
@@ -92,8 +120,12 @@ queue = "1bdp"
 [[flows]]
 $flow
 EOF
+    watch "$dir.counts" &
+    watcher=$!
     SYSCALLS_DIR=$dir.counts CCLAB_BIN_DIR=$wrap "$bin/cclab" run "$scen" --link emu \
         --repetitions 1 --quiet --out "$dir" >/dev/null
+    : >"$dir.counts/stop"
+    wait "$watcher"
     # perf writes its counts when the endpoint exits; wait for the last.
     for _ in $(seq 100); do
         pgrep -f "perf stat -x, -o $dir.counts" >/dev/null || break
@@ -114,6 +146,8 @@ for c in cases:
     counts, procs = {}, 0
     for f in glob.glob(d + ".counts/*.csv"):
         procs += 1
+        if os.path.getsize(f) == 0:
+            sys.exit(f"syscalls: error: {f} is empty: perf stopped before writing its counts")
         for line in open(f):
             parts = line.strip().split(",")
             if len(parts) < 3 or not parts[0].strip().isdigit():

@@ -415,7 +415,10 @@ fn the_host_timer_slack_is_honoured_and_checked() {
     assert!(u(&late) < u(&exact) - 0.02, "{exact} {late}");
     let (exact, late) = (run("0us", "on"), run("200us", "on"));
     assert!((u(&late) - u(&exact)).abs() < 0.005, "{exact} {late}");
-    assert!((q(&late) - q(&exact)).abs() < 0.05 * q(&exact), "{exact} {late}");
+    assert!(
+        (q(&late) - q(&exact)).abs() < 0.05 * q(&exact),
+        "{exact} {late}"
+    );
     // The default, measured against emu.
     assert_eq!(scenario("name = \"t\"\n").host.timer_slack_ns, 20_000);
     for (bad, what) in [

@@ -409,3 +409,80 @@ impl Timer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn one_receive_reads_every_queued_datagram_and_a_later_one_still_wakes_it() {
+        runtime().block_on(async {
+            let s = Socket::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            for i in 0..5u8 {
+                tx.send_to(&[i; 100], s.local_addr()).unwrap();
+            }
+            let mut rx = RecvBatch::new();
+            let n = s.recv_batch(&mut rx).await.unwrap();
+            assert!(n >= 1 && n < rx.capacity(), "{n}");
+            let mut got = Vec::new();
+            rx.for_each(|d, from, ecn| {
+                assert_eq!(from, tx.local_addr().unwrap());
+                assert_eq!(ecn, quiche::Ecn::NotEct);
+                assert_eq!(d.len(), 100);
+                got.push(d[0]);
+            });
+            assert_eq!(got, [0, 1, 2, 3, 4]);
+            // That short read marked the socket not readable without
+            // another call; a datagram that comes later still wakes it.
+            let (t, to) = (tx.try_clone().unwrap(), s.local_addr());
+            let sender = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                t.send_to(&[9; 10], to).unwrap();
+            });
+            let n = tokio::time::timeout(Duration::from_secs(10), s.recv_batch(&mut rx))
+                .await
+                .expect("a later datagram wakes the receive")
+                .unwrap();
+            assert_eq!(n, 1);
+            sender.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn the_timer_wakes_at_a_deadline_moved_earlier_and_not_before_one_moved_later() {
+        runtime().block_on(async {
+            let mut t = Timer::new().unwrap();
+            let start = Instant::now();
+            // Armed for 10 s, then the wait is dropped and the deadline
+            // moves to 30 ms: the kernel timer is re-armed earlier.
+            let far = start + Duration::from_secs(10);
+            let _ = tokio::time::timeout(Duration::from_millis(5), t.sleep_until(Some(far))).await;
+            let near = start + Duration::from_millis(30);
+            t.sleep_until(Some(near)).await;
+            assert!(Instant::now() >= near);
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{:?}",
+                start.elapsed()
+            );
+            // Armed for 10 ms, then moved to 40 ms: the armed timer fires
+            // first and the wait goes on to the later deadline.
+            let a = Instant::now() + Duration::from_millis(10);
+            let _ = tokio::time::timeout(Duration::from_millis(2), t.sleep_until(Some(a))).await;
+            let b = Instant::now() + Duration::from_millis(40);
+            t.sleep_until(Some(b)).await;
+            assert!(Instant::now() >= b);
+            // A deadline already passed returns at once.
+            t.sleep_until(Some(Instant::now())).await;
+        });
+    }
+}
