@@ -21,27 +21,15 @@ DURATION=${DURATION:-30s}
 REPS=${REPS:-3}
 BUSY=${BUSY:-2}
 cargo build --release -q -p harness -p quic-server -p quic-client
-tmp_out=
+. scripts/lib/spinners.sh
 if [ -z "${OUT:-}" ]; then
     OUT=$(mktemp -d)
     tmp_out=$OUT
 fi
 mkdir -p "$OUT"
-spinners=()
-stop_spinners() {
-    for p in "${spinners[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${spinners[@]}"; do wait "$p" 2>/dev/null || true; done
-    spinners=()
-}
-# The spinners never outlive the script, however it ends.
-trap 'stop_spinners; [ -z "$tmp_out" ] || rm -rf "$tmp_out"' EXIT
-trap 'exit 130' INT TERM
 for load in quiet loaded; do
     if [ "$load" = loaded ]; then
-        for _ in $(seq "$BUSY"); do
-            (while :; do :; done) &
-            spinners+=($!)
-        done
+        start_spinners "$BUSY"
     fi
     for cc in $CCS; do
         dir=$OUT/$load-${cc//+/plus}

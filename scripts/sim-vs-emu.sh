@@ -27,20 +27,11 @@ RTT=${RTT:-40ms}
 BUSY=${BUSY:-0}
 echo "# rates $RATES, RTT $RTT, $BUSY busy processes beside the emu runs"
 cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
-tmp_out=
+. scripts/lib/spinners.sh
 if [ -z "${OUT:-}" ]; then
     OUT=$(mktemp -d)
     tmp_out=$OUT
 fi
-spinners=()
-stop_spinners() {
-    for p in "${spinners[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${spinners[@]}"; do wait "$p" 2>/dev/null || true; done
-    spinners=()
-}
-# The spinners never outlive the script, however it ends.
-trap 'stop_spinners; [ -z "$tmp_out" ] || rm -rf "$tmp_out"' EXIT
-trap 'exit 130' INT TERM
 cases=()
 for rate in $RATES; do
     for sp in $SMALL; do
@@ -55,10 +46,7 @@ for c in "${cases[@]}"; do
         [ -f "$dir/summary.json" ] && continue
         echo "sim-vs-emu: $cc, $aqm, small_packets $sp, $rate, $link" >&2
         if [ "$link" = emu ]; then
-            for _ in $(seq "$BUSY"); do
-                (while :; do :; done) &
-                spinners+=($!)
-            done
+            start_spinners "$BUSY"
         fi
         ./target/release/cclab run --link "$link" --cc "$cc" --aqm "$aqm" \
             --rate "$rate" --rtt "$RTT" --queue 1bdp --duration "$DURATION" \

@@ -41,7 +41,7 @@ const RECV_SLOT: usize = 65_536;
 impl RecvBatch {
     /// A batch of [`quinn_udp::BATCH_SIZE`] slots.
     pub fn new() -> RecvBatch {
-        let n = quinn_udp::BATCH_SIZE.max(1);
+        let n = quinn_udp::BATCH_SIZE;
         RecvBatch {
             buf: vec![0u8; n * RECV_SLOT],
             meta: vec![RecvMeta::default(); n],
@@ -128,12 +128,13 @@ impl Socket {
     }
 
     /// One `recvmmsg` into `batch`: what is queued, up to its capacity.
+    /// Nothing is left of an earlier receive whatever the outcome.
     fn read(&self, batch: &mut RecvBatch) -> io::Result<usize> {
-        let mut slices: Vec<io::IoSliceMut<'_>> = batch
-            .buf
-            .chunks_mut(RECV_SLOT)
-            .map(io::IoSliceMut::new)
-            .collect();
+        batch.len = 0;
+        // The slots as slices on the stack: no allocation per receive.
+        let mut slots = batch.buf.chunks_mut(RECV_SLOT);
+        let mut slices: [io::IoSliceMut<'_>; quinn_udp::BATCH_SIZE] =
+            std::array::from_fn(|_| io::IoSliceMut::new(slots.next().unwrap_or_default()));
         let n = self.state.recv(
             UdpSockRef::from(self.io.get_ref()),
             &mut slices,
@@ -158,14 +159,8 @@ impl Socket {
                     }
                     return Ok(n);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    batch.len = 0;
-                    guard.clear_ready();
-                }
-                Err(e) => {
-                    batch.len = 0;
-                    return Err(e);
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => guard.clear_ready(),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -173,15 +168,8 @@ impl Socket {
     /// Reads what is queued without waiting (0 when nothing is).
     pub fn try_recv_batch(&self, batch: &mut RecvBatch) -> io::Result<usize> {
         match self.read(batch) {
-            Ok(n) => Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                batch.len = 0;
-                Ok(0)
-            }
-            Err(e) => {
-                batch.len = 0;
-                Err(e)
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+            r => r,
         }
     }
 

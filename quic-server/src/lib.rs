@@ -145,9 +145,9 @@ impl Server {
                     // left more: read on without waiting, a few batches at
                     // most before sending.
                     let mut n = n?;
-                    for _ in 0..4 {
+                    for round in 1..=4 {
                         self.on_datagrams(&mut rx, local);
-                        if n < rx.capacity() {
+                        if n < rx.capacity() || round == 4 {
                             break;
                         }
                         n = self.socket.try_recv_batch(&mut rx)?;
