@@ -88,7 +88,7 @@ pub enum NetemError {
 }
 
 /// What the running kernel and tc support.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Caps {
     /// `sch_netem` works.
     pub netem: bool,

@@ -143,8 +143,8 @@ const MODULES: &[&str] = &[
 pub const JOB_PREFIX: &str = "cclab-vm-";
 
 /// A job directory, removed on drop.
-struct Job {
-    dir: PathBuf,
+pub(crate) struct Job {
+    pub(crate) dir: PathBuf,
 }
 
 impl Drop for Job {
@@ -176,7 +176,7 @@ pub fn remove_stale_jobs(tmp: &Path) {
     }
 }
 
-fn new_job() -> std::io::Result<Job> {
+pub(crate) fn new_job() -> std::io::Result<Job> {
     let tmp = std::env::temp_dir();
     remove_stale_jobs(&tmp);
     let nanos = std::time::SystemTime::now()
@@ -282,7 +282,12 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 /// Finds `prog`, installing `pkg` first if allowed.
-fn need(kind: &'static str, prog: &str, pkg: &str, opts: &VmOptions) -> Result<PathBuf, VmError> {
+pub(crate) fn need(
+    kind: &'static str,
+    prog: &str,
+    pkg: &str,
+    opts: &VmOptions,
+) -> Result<PathBuf, VmError> {
     if let Some(p) = which(prog) {
         return Ok(p);
     }
@@ -459,7 +464,7 @@ pub fn run(cmd: &[String], opts: &VmOptions, stop: Arc<AtomicBool>) -> Result<i3
     let job = new_job()?;
     let t0 = Instant::now();
     let (mut child, console) = match opts.kind {
-        VmKind::Uml => start_uml(&job, &cwd, &writable, cmd, opts)?,
+        VmKind::Uml => start_uml(&job, &cwd, &writable, cmd, opts, &UmlExtras::default())?,
         VmKind::Qemu => start_qemu(&job, &cwd, &writable, cmd, opts)?,
     };
     let stopped = wait(&mut child, &stop, opts.timeout)?;
@@ -485,12 +490,43 @@ pub fn run(cmd: &[String], opts: &VmOptions, stop: Arc<AtomicBool>) -> Result<i3
     })
 }
 
+/// What a user-mode Linux guest gets besides [`run`]'s: more kernel
+/// arguments (network interfaces, consoles), host descriptors passed in
+/// under fixed numbers, the network namespace it starts in, and where its
+/// standard output and error go (the caller's by default).
+#[derive(Default)]
+pub(crate) struct UmlExtras {
+    /// Appended to the kernel command line.
+    pub args: Vec<String>,
+    /// (descriptor open here, number it gets in the guest process).
+    pub fds: Vec<(std::os::fd::RawFd, std::os::fd::RawFd)>,
+    /// The network namespace (`/run/netns/NAME`) the guest runs in.
+    pub netns: Option<String>,
+    /// The guest's consoles 1 and 2 (its command's output), if not ours.
+    pub output: Option<std::fs::File>,
+    /// Killed with SIGKILL when the thread that started it ends.
+    pub die_with_parent: bool,
+}
+
+/// Starts a user-mode Linux guest running `cmd` with `extra`; the process
+/// and its console log.
+pub(crate) fn spawn_uml(
+    job: &Job,
+    cmd: &[String],
+    opts: &VmOptions,
+    extra: &UmlExtras,
+) -> Result<(std::process::Child, PathBuf), VmError> {
+    let cwd = std::env::current_dir()?;
+    start_uml(job, &cwd, std::slice::from_ref(&cwd), cmd, opts, extra)
+}
+
 fn start_uml(
     job: &Job,
     cwd: &Path,
     writable: &[PathBuf],
     cmd: &[String],
     opts: &VmOptions,
+    extra: &UmlExtras,
 ) -> Result<(std::process::Child, PathBuf), VmError> {
     let linux = match kernel_override("uml", "a user-mode Linux kernel (linux.uml)")? {
         Some(k) => k,
@@ -531,6 +567,7 @@ fn start_uml(
             "con2=null,fd:2",
             "ssl=null",
         ])
+        .args(&extra.args)
         .stdin(Stdio::null())
         // UML keeps its guest memory in a (deleted) file under TMPDIR,
         // best on tmpfs.
@@ -538,12 +575,43 @@ fn start_uml(
             "TMPDIR",
             memory_dir(opts.memory_mb).unwrap_or(job.dir.clone()),
         );
+    if let Some(out) = &extra.output {
+        c.stdout(out.try_clone()?).stderr(out.try_clone()?);
+    }
     let fd = std::os::fd::AsRawFd::as_raw_fd(&log);
-    // SAFETY: dup2 in the child between fork and exec, on an open fd.
+    let mut fds = vec![(fd, 3)];
+    fds.extend(extra.fds.iter().copied());
+    let netns = match &extra.netns {
+        Some(ns) => Some(std::fs::File::open(format!("/run/netns/{ns}"))?),
+        None => None,
+    };
+    let netns_fd = netns.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
+    let die = extra.die_with_parent;
+    // SAFETY: between fork and exec the child only makes async-signal-safe
+    // system calls (fcntl, dup2, setns, prctl) on descriptors open here.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut c, move || {
-            if libc::dup2(fd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
+            let err = || Err(std::io::Error::last_os_error());
+            // Out of the way first, so no target number clobbers a source.
+            let mut high = [0; 8];
+            for (i, &(src, _)) in fds.iter().enumerate().take(8) {
+                high[i] = libc::fcntl(src, libc::F_DUPFD_CLOEXEC, 100);
+                if high[i] < 0 {
+                    return err();
+                }
+            }
+            for (i, &(_, dst)) in fds.iter().enumerate().take(8) {
+                if libc::dup2(high[i], dst) < 0 {
+                    return err();
+                }
+            }
+            if let Some(ns) = netns_fd {
+                if libc::setns(ns, libc::CLONE_NEWNET) != 0 {
+                    return err();
+                }
+            }
+            if die && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return err();
             }
             Ok(())
         });

@@ -42,6 +42,8 @@ pub(super) struct RepEnd {
     /// The share of the machine's CPU time that was busy while the flows
     /// ran (`/proc/stat`).
     pub cpu_busy: Option<f64>,
+    /// The guest router's CPU share (netem in the guest).
+    pub guest_cpu_busy: Option<f64>,
 }
 
 /// [`collect_rep`] with what the backend measured itself.
@@ -62,6 +64,7 @@ pub(super) fn rep_result(sc: &Scenario, rep: u32, dir: &Path, end: RepEnd) -> Re
     r.overhead_s = end.overhead_s;
     r.emu_cpu = end.emu_cpu;
     r.cpu_busy = end.cpu_busy;
+    r.guest_cpu_busy = end.guest_cpu_busy;
     r
 }
 

@@ -28,7 +28,7 @@ impl CpuTimes {
     }
 
     /// From the text of `/proc/stat` (its first, `cpu`, line).
-    fn parse(stat: &str) -> Option<CpuTimes> {
+    pub(crate) fn parse(stat: &str) -> Option<CpuTimes> {
         let line = stat.lines().next()?;
         let mut it = line.split_whitespace();
         if it.next()? != "cpu" {

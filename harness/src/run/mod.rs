@@ -28,7 +28,7 @@
 //! 4. `summary`: the averages over repetitions, `summary.json`.
 
 mod collect;
-mod cpu;
+pub mod cpu;
 mod endpoints;
 mod processes;
 mod rep_link;
@@ -97,6 +97,9 @@ pub enum RunError {
     /// I/O.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The guest router (netem on a host without it).
+    #[error(transparent)]
+    Guest(#[from] crate::guest_router::GuestError),
     /// The simulator failed.
     #[error(transparent)]
     Sim(crate::sim::SimError),

@@ -70,6 +70,13 @@ fn run_rep(
     let cpu_busy = cpu0
         .zip(CpuTimes::now())
         .and_then(|(a, b)| a.busy_share(&b));
+    let guest_cpu_busy = link.guest_busy();
+    if let Some(busy) = guest_cpu_busy.filter(|&b| b >= BUSY_WARN && !cfg.quiet) {
+        eprintln!(
+            "cclab: warning: the guest router's CPU was {:.0}% busy during repetition {rep}: it may have forwarded late, so the link was slower or later than described; a lower rate avoids it (docs/links.md)",
+            busy * 100.0
+        );
+    }
     if let Some(busy) = cpu_busy.filter(|&b| b >= BUSY_WARN && !cfg.quiet) {
         eprintln!(
             "cclab: warning: this machine's CPUs were {:.0}% busy during repetition {rep}: its endpoints may have been short of CPU, which slows QUIC flows (user space) more than Linux TCP (kernel); fewer flows, a lower rate or a less loaded machine avoid it (docs/coexistence.md)",
@@ -110,6 +117,7 @@ fn run_rep(
         overhead_s: overhead.as_secs_f64(),
         emu_cpu: emu_report.as_ref().map(|e| (e.cpu_s, e.duration_s)),
         cpu_busy,
+        guest_cpu_busy,
     };
     Ok(rep_result(sc, rep, dir, end))
 }

@@ -17,6 +17,7 @@ use super::{RunConfig, RunError};
 use crate::cross::{self, Cross};
 use crate::emu::tun::{self, TunNet};
 use crate::emu::{EmuConfig, EmuMode, EmuReport, Emulator, Route};
+use crate::guest_router::{GuestLink, GuestSampler};
 use crate::link::{Backend, LinkSpec};
 use crate::netem::NetemLink;
 use crate::netem_paths::{NetemPaths, Place};
@@ -31,6 +32,8 @@ pub(super) struct PreparedLink {
     paths: Option<NetemPaths>,
     /// IP mode's namespaces and devices.
     tun: Option<TunNet>,
+    /// netem in the guest router (a host without netem).
+    guest: Option<GuestLink>,
 }
 
 /// The link while the flows run.
@@ -44,6 +47,13 @@ pub(super) struct RepLink {
     /// IP mode's namespaces (removed after the emulator stops) and where
     /// its record goes (`rep-N/emu-ip.json`).
     tun: Option<(TunNet, std::path::PathBuf)>,
+    /// netem in the guest router, its sampler and its CPU counters when
+    /// the flows started.
+    guest: Option<(
+        GuestLink,
+        Option<GuestSampler>,
+        Option<super::cpu::CpuTimes>,
+    )>,
 }
 
 impl PreparedLink {
@@ -57,7 +67,7 @@ impl PreparedLink {
     ) -> Result<PreparedLink, RunError> {
         let mut spec = sc.link.clone();
         spec.seed = seed;
-        let (mut netem, mut paths, mut tun) = (None, None, None);
+        let (mut netem, mut paths, mut tun, mut guest) = (None, None, None, None);
         if cfg.backend == Backend::Emu && cfg.emu_mode == EmuMode::Ip {
             let t = TunNet::create(sc.rep_flows(seed).len())?;
             // Every `ip` command that built it, one per line.
@@ -65,7 +75,13 @@ impl PreparedLink {
             std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
             tun = Some(t);
         }
-        if cfg.backend == Backend::Netem && sc.has_paths() {
+        if cfg.backend == Backend::Netem && crate::guest_router::wanted() {
+            let g = crate::guest_router::setup(sc, seed, !cfg.quiet)?;
+            // Every command that built it, host and guest, one per line.
+            let lines: Vec<String> = g.commands.iter().map(|c| c.clone() + "\n").collect();
+            std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
+            guest = Some(g);
+        } else if cfg.backend == Backend::Netem && sc.has_paths() {
             let n = NetemPaths::setup(
                 &sc.topology().with_seed(seed),
                 &sc.flow_routes(),
@@ -92,6 +108,7 @@ impl PreparedLink {
             netem,
             paths,
             tun,
+            guest,
         })
     }
 
@@ -99,6 +116,9 @@ impl PreparedLink {
     /// flows' endpoints run (flow `i`'s server at its own address in IP
     /// mode).
     pub(super) fn places(&self, nflows: usize) -> Option<Vec<Place>> {
+        if let Some(g) = &self.guest {
+            return Some(g.places.clone());
+        }
         if let Some(p) = &self.paths {
             return Some(p.flows.clone());
         }
@@ -138,6 +158,29 @@ impl PreparedLink {
         dir: &Path,
     ) -> Result<RepLink, RunError> {
         let samples = dir.join("bottleneck-samples.jsonl");
+        if let Some(g) = self.guest {
+            let files = if sc.has_paths() {
+                let topo = sc.topology();
+                (0..topo.links.len())
+                    .map(|i| {
+                        crate::bottleneck::link_dir(dir, &topo, i).join("bottleneck-samples.jsonl")
+                    })
+                    .collect()
+            } else {
+                vec![samples]
+            };
+            let sampler = g.start_sampler(Duration::from_millis(20), files)?;
+            let cpu0 = g.guest_cpu();
+            return Ok(RepLink {
+                netem: None,
+                paths: None,
+                emu: None,
+                sampler: None,
+                cross_targets: Vec::new(),
+                tun: None,
+                guest: Some((g, Some(sampler), cpu0)),
+            });
+        }
         if let Some(n) = &self.netem {
             let sampler = n.start_sampler(Duration::from_millis(20), &samples)?;
             return Ok(RepLink {
@@ -147,6 +190,7 @@ impl PreparedLink {
                 sampler: Some(sampler),
                 cross_targets: Vec::new(),
                 tun: None,
+                guest: None,
             });
         }
         if let Some(p) = &self.paths {
@@ -164,6 +208,7 @@ impl PreparedLink {
                 sampler,
                 cross_targets: Vec::new(),
                 tun: None,
+                guest: None,
             });
         }
         if let Some(mut t) = self.tun {
@@ -176,6 +221,7 @@ impl PreparedLink {
                 sampler: None,
                 cross_targets: Vec::new(),
                 tun: Some((t, dir.join("emu-ip.json"))),
+                guest: None,
             });
         }
         let mut routes: Vec<Route> = servers.iter().map(|s| route_to(s.addr)).collect();
@@ -193,6 +239,7 @@ impl PreparedLink {
             sampler: None,
             cross_targets,
             tun: None,
+            guest: None,
         })
     }
 }
@@ -226,6 +273,13 @@ fn route_to(target: SocketAddr) -> Route {
 }
 
 impl RepLink {
+    /// On the guest router, the share of the guest's CPU that was busy
+    /// since the flows started.
+    pub(super) fn guest_busy(&self) -> Option<f64> {
+        let (g, _, cpu0) = self.guest.as_ref()?;
+        cpu0.as_ref()?.busy_share(&g.guest_cpu()?)
+    }
+
     /// Where flow `i`'s client sends: the emulator's route to its server,
     /// or (netem) the server itself.
     pub(super) fn addr_of(&self, servers: &[Server], i: usize) -> SocketAddr {
@@ -270,6 +324,12 @@ impl RepLink {
         drop(self.tun);
         if let Some(s) = self.sampler {
             s.stop()?;
+        }
+        if let Some((g, sampler, _)) = self.guest {
+            if let Some(s) = sampler {
+                s.stop()?;
+            }
+            drop(g);
         }
         drop(self.netem);
         drop(self.paths);

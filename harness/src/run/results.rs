@@ -170,6 +170,11 @@ pub struct RepResult {
     /// the endpoints were short of CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_busy: Option<f64>,
+    /// On netem in the guest router: the share of the guest's one CPU
+    /// that was busy while the flows ran (forwarding, qdiscs, sampling);
+    /// absent elsewhere. Near 1 the router, not the link, set the pace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_cpu_busy: Option<f64>,
 }
 
 /// A flow averaged over repetitions, with 95% confidence half-widths.

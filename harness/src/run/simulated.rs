@@ -115,6 +115,7 @@ fn run_rep(
         emu_cpu: None,
         // Virtual time: the CPU decides nothing.
         cpu_busy: None,
+        guest_cpu_busy: None,
     };
     Ok((rep_result(sc, rep, dir, end), line))
 }

@@ -78,7 +78,7 @@ pub fn resolve_backend(spec: &LinkSpec) -> Backend {
             let caps = harness::netem::probe();
             let needs =
                 harness::netem::needs_netem(&spec.up) || harness::netem::needs_netem(&spec.down);
-            if needs && !caps.netem {
+            if needs && !caps.netem && !harness::guest_router::wanted() {
                 bad_input(format!(
                     "{}\n  or run it on a kernel that has netem, in a throwaway guest: add --vm to this command (or: cclab vm -- cclab run ...)",
                     harness::netem::NetemError::MissingQdisc {

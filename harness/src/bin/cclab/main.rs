@@ -75,6 +75,13 @@ enum Cmd {
     /// Remove namespaces (with their veths, qdiscs and processes) left by
     /// runs that were killed.
     Cleanup(cleanup::CleanupArgs),
+    /// Inside the guest router: answer the host's requests on a console.
+    #[command(hide = true)]
+    GuestAgent {
+        /// The console the host is connected to.
+        #[arg(long)]
+        tty: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -97,7 +104,10 @@ fn main() {
         Cmd::Link { cmd } => link::link(cmd),
         Cmd::Vm(a) => vm::vm(a),
         Cmd::Cleanup(a) => cleanup::cleanup(&a),
+        Cmd::GuestAgent { tty } => harness::guest_router::agent(&tty).map(|()| 0),
     };
+    // A guest router booted for netem links ends with the command.
+    harness::guest_router::shutdown();
     match code {
         Ok(c) => std::process::exit(c),
         Err(e) => {

@@ -1,0 +1,1141 @@
+//! Kernel netem on a host whose kernel has none: a user-mode Linux guest
+//! as the router, the endpoints on the host at native speed.
+//!
+//! ```text
+//!  host                                         guest (user-mode Linux, one CPU)
+//!  ┌ client ns ───────┐   ┌ wire ns ──────┐     ┌ client ns ─┐ ┌ router ns ┐ ┌ server ns ─┐
+//!  │ quic-client      │   │  raw socket   │     │ vec0 → c0  │ │ rc0 / rs0 │ │ s0 → vec1  │
+//!  │ c0 10.201.1.2 ───┼───┼─ w0 ═══ vec0 ─┼─────┤  netem up  ├─┤  shapers  ├─┤  netem down│
+//!  └──────────────────┘   │               │     └────────────┘ └───────────┘ └────────────┘
+//!  ┌ server ns ───────┐   │               │            (the netem backend's own topology,
+//!  │ quic-server      │   │  raw socket   │             built by the same code as on a
+//!  │ s0 10.201.2.2 ───┼───┼─ w1 ═══ vec1 ─┼─────        host that has netem)
+//!  └──────────────────┘   └───────────────┘
+//! ```
+//!
+//! The guest is booted once per `cclab` process ([`GuestRouter`], kept
+//! in a process-wide slot, so a run's repetitions and a sweep's runs share
+//! it) with its network interfaces on the host: interface `vecK` is UML's
+//! vector driver on a raw packet socket bound to veth end `wK` in a
+//! namespace of the guest's own (`cclab-<pid>-<n>-w`, where the UML
+//! process runs), whose peer `hK` is moved into a host endpoint namespace
+//! for each link. Inside the guest an agent (`cclab guest-agent`, this
+//! same binary) builds the link exactly as the netem backend builds it on
+//! a host with netem ([`NetemLink`], [`NetemPaths`]: netem on the sending
+//! side's veth, the bottleneck's shaper and AQM on the router's egress),
+//! then turns each of that topology's endpoint namespaces into a one-hop
+//! forwarder: the endpoint's address moves off its veth, the vector
+//! interface joins the namespace, and a host route plus a permanent
+//! neighbour entry send the endpoint's packets out to the host. The host
+//! endpoint namespace gets the address, gateway and neighbour entries the
+//! guest's endpoint had, so the endpoints see the same addresses as on any
+//! netem link. No ARP crosses the guest (every neighbour entry is
+//! permanent), and every veth has `gso_max_segs` 1, so the guest sees
+//! packets, not GSO trains.
+//!
+//! Why a routed hop and not a bridge: the raw transport reads its
+//! interface with one packet socket and writes it with another, so it
+//! also reads back what it sends; it filters frames whose source address
+//! is the vector interface's own. A router's frames carry that address; a
+//! bridge's carry the original sender's, which would loop back into the
+//! guest.
+//!
+//! The agent speaks JSON lines on the guest's fourth console, which the
+//! host connects to two pipes. Its samples of the qdiscs go to files in
+//! the guest's job directory (the host's, mounted), which
+//! [`GuestSampler::stop`] moves into the run's directory. The guest dies
+//! with the thread that started it (`PR_SET_PDEATHSIG`, on a thread that
+//! lives as long as the guest), and its wire namespace carries the
+//! owner's pid, so [`netns::cleanup`] removes what a killed run left.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::netem::{Caps, NetemError, NetemLink};
+use crate::netem_paths::{NetemPaths, Place};
+use crate::netns::{self, NetnsError};
+use crate::scenario::Scenario;
+use crate::vm::{self, VmError, VmOptions};
+
+/// Interfaces a guest is booted with at least (room for a single link and
+/// for paths of up to four flows without a second boot).
+pub const MIN_INTERFACES: usize = 8;
+
+/// How long the guest may take to boot and greet.
+const BOOT_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long one request may take (a link with many namespaces takes a few
+/// seconds in the guest).
+const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Why the guest router cannot do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum GuestError {
+    /// The guest cannot start.
+    #[error(transparent)]
+    Vm(#[from] VmError),
+    /// A namespace or device on the host.
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    /// The guest's kernel cannot build the link.
+    #[error("the guest router's kernel ({kernel}) cannot build this link: {source}")]
+    Link {
+        /// The guest's `uname -r`.
+        kernel: String,
+        /// What is missing.
+        source: NetemError,
+    },
+    /// The agent failed or stopped answering.
+    #[error("the guest router: {0}")]
+    Agent(String),
+    /// Host I/O.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// One request to the agent.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Build the link of `scenario` (resolved TOML) for the repetition
+    /// with `seed`: endpoint `i` reaches the host through `vec{i}`, whose
+    /// host end has MAC address `host_macs[i]`.
+    Link {
+        /// The resolved scenario (`Scenario::to_toml`).
+        scenario: String,
+        /// The repetition's seed.
+        seed: u64,
+        /// The host ends' MAC addresses, by interface.
+        host_macs: Vec<String>,
+    },
+    /// Start sampling the link's qdiscs into these files of the job
+    /// directory (one per link).
+    SampleStart {
+        /// File names.
+        files: Vec<String>,
+        /// Interval, ms.
+        interval_ms: u64,
+    },
+    /// Stop sampling and finish the files.
+    SampleStop,
+    /// The guest's `/proc/stat` (its first line).
+    Stat,
+    /// Remove the link (the interfaces return to the guest's root
+    /// namespace).
+    Teardown,
+    /// End the agent (the guest powers off).
+    Quit,
+}
+
+/// The agent's greeting.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Hello {
+    /// The guest kernel's qdiscs.
+    pub caps: Caps,
+    /// `uname -r`.
+    pub kernel: String,
+    /// Interfaces the guest has (`vec0`...).
+    pub interfaces: usize,
+}
+
+/// One endpoint of a link as the guest built it: what its host namespace
+/// gets.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// Its device name (`c0`, `s0`, `cl`, `sv`).
+    pub dev: String,
+    /// Its address and prefix length.
+    pub ip: Ipv4Addr,
+    /// Prefix length.
+    pub prefix: u8,
+    /// Its gateway (a guest address).
+    pub gateway: Ipv4Addr,
+    /// The MAC address the gateway is reached at (the vector interface's).
+    pub gateway_mac: String,
+}
+
+/// What the agent built for one link.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LinkReply {
+    /// Per interface `i`, endpoint `i`: flow k's client is `2k`, its
+    /// server `2k + 1` (one link: 0 and 1 for every flow).
+    pub endpoints: Vec<Endpoint>,
+    /// Per flow, its server's address.
+    pub server_ips: Vec<Ipv4Addr>,
+    /// Every command run in the guest, one line each.
+    pub commands: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Reply {
+    #[serde(rename = "ok")]
+    Ok(serde_json::Value),
+    #[serde(rename = "err")]
+    Err(String),
+}
+
+/// A running guest router.
+pub struct GuestRouter {
+    pid: i32,
+    exited: mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
+    to_guest: std::fs::File,
+    from_guest: mpsc::Receiver<String>,
+    job: vm::Job,
+    console: PathBuf,
+    /// The wire namespace (the guest's process and the `wK` ends).
+    pub wire_ns: String,
+    /// The host ends' MAC addresses, by interface.
+    host_macs: Vec<String>,
+    /// The guest kernel's qdiscs and version.
+    pub hello: Hello,
+    /// Seconds from start to greeting.
+    pub boot_s: f64,
+}
+
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both are fresh descriptors owned by no one else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn ip(args: &[&str]) -> Result<String, NetnsError> {
+    netns::run("ip", args)
+}
+
+impl GuestRouter {
+    /// Boots a guest with `interfaces` network interfaces on the host and
+    /// waits for its agent.
+    pub fn boot(interfaces: usize, verbose: bool) -> Result<GuestRouter, GuestError> {
+        if !netns::is_root() {
+            return Err(NetnsError::NotRoot.into());
+        }
+        netns::cleanup(true)?;
+        let t0 = Instant::now();
+        let wire_ns = format!("{}-w", netns::new_id());
+        netns::validate_name(&wire_ns)?;
+        ip(&["netns", "add", &wire_ns])?;
+        let built = (|| -> Result<Vec<String>, GuestError> {
+            // The wire namespace only carries frames between the host
+            // ends and the guest's sockets: no IPv6 chatter of its own.
+            netns::run(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    &wire_ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+            )?;
+            let segs = netns::GSO_MAX_SEGS.to_string();
+            let mut macs = Vec::new();
+            for k in 0..interfaces {
+                let (h, w) = (format!("h{k}"), format!("w{k}"));
+                ip(&[
+                    "link",
+                    "add",
+                    &h,
+                    "netns",
+                    &wire_ns,
+                    "gso_max_segs",
+                    &segs,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    &w,
+                    "netns",
+                    &wire_ns,
+                    "gso_max_segs",
+                    &segs,
+                ])?;
+                ip(&["-n", &wire_ns, "link", "set", &w, "up"])?;
+                macs.push(netns::mac_address(&wire_ns, &h)?);
+            }
+            Ok(macs)
+        })();
+        let host_macs = match built {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = netns::delete(&wire_ns);
+                return Err(e);
+            }
+        };
+        match Self::start(&wire_ns, host_macs, interfaces, verbose, t0) {
+            Ok(r) => Ok(r),
+            Err(e) => {
+                let _ = netns::delete(&wire_ns);
+                Err(e)
+            }
+        }
+    }
+
+    fn start(
+        wire_ns: &str,
+        host_macs: Vec<String>,
+        interfaces: usize,
+        verbose: bool,
+        t0: Instant,
+    ) -> Result<GuestRouter, GuestError> {
+        let job = vm::new_job()?;
+        let (g_in_r, g_in_w) = pipe()?;
+        let (g_out_r, g_out_w) = pipe()?;
+        let mut args: Vec<String> = (0..interfaces)
+            .map(|k| format!("vec{k}:transport=raw,ifname=w{k},depth=128"))
+            .collect();
+        args.push("con3=fd:4,fd:5".into());
+        let output = std::fs::File::create(job.dir.join("agent.log"))?;
+        let extra = vm::UmlExtras {
+            args,
+            fds: vec![(g_in_r.as_raw_fd(), 4), (g_out_w.as_raw_fd(), 5)],
+            netns: Some(wire_ns.to_string()),
+            output: Some(output),
+            die_with_parent: true,
+        };
+        let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+        let cmd = vec![
+            exe,
+            "guest-agent".to_string(),
+            "--tty".to_string(),
+            "/dev/tty3".to_string(),
+        ];
+        let opts = VmOptions {
+            memory_mb: 1024,
+            verbose,
+            ..Default::default()
+        };
+        // The guest is started on a thread of its own that waits for it:
+        // PR_SET_PDEATHSIG fires when the *thread* that forked it ends.
+        let (tx_pid, rx_pid) = mpsc::channel();
+        let (tx_exit, exited) = mpsc::channel();
+        let job_ref = vm::Job {
+            dir: job.dir.clone(),
+        };
+        std::thread::Builder::new()
+            .name("guest-router".into())
+            .spawn(move || {
+                let spawned = vm::spawn_uml(&job_ref, &cmd, &opts, &extra);
+                // The job directory is the router's to remove.
+                std::mem::forget(job_ref);
+                match spawned {
+                    Ok((mut child, console)) => {
+                        let _ = tx_pid.send(Ok((child.id() as i32, console)));
+                        let _ = tx_exit.send(child.wait());
+                    }
+                    Err(e) => {
+                        let _ = tx_pid.send(Err(e));
+                    }
+                }
+            })?;
+        let (pid, console) = rx_pid
+            .recv()
+            .map_err(|_| GuestError::Agent("the thread starting the guest ended".into()))??;
+        drop((g_in_r, g_out_w));
+        let to_guest = std::fs::File::from(g_in_w);
+        let reader = BufReader::new(std::fs::File::from(g_out_r));
+        let (tx_line, from_guest) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("guest-router-reader".into())
+            .spawn(move || {
+                for line in reader.lines() {
+                    let Ok(line) = line else { break };
+                    if tx_line.send(line).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        let mut r = GuestRouter {
+            pid,
+            exited,
+            to_guest,
+            from_guest,
+            job,
+            console,
+            wire_ns: wire_ns.to_string(),
+            host_macs,
+            hello: Hello {
+                caps: Caps::default(),
+                kernel: String::new(),
+                interfaces: 0,
+            },
+            boot_s: 0.0,
+        };
+        let hello = r.receive(BOOT_TIMEOUT)?;
+        r.hello = serde_json::from_value(hello)
+            .map_err(|e| GuestError::Agent(format!("its greeting: {e}")))?;
+        if r.hello.interfaces < interfaces {
+            return Err(GuestError::Agent(format!(
+                "the guest has {} of the {interfaces} network interfaces it was given",
+                r.hello.interfaces
+            )));
+        }
+        r.boot_s = t0.elapsed().as_secs_f64();
+        if verbose {
+            eprintln!(
+                "cclab: guest router up in {:.1} s (kernel {}, {interfaces} interfaces)",
+                r.boot_s, r.hello.kernel
+            );
+        }
+        Ok(r)
+    }
+
+    /// The last lines of the guest's console and agent log.
+    fn last_words(&self) -> String {
+        let tail = |p: &Path| {
+            let t = std::fs::read_to_string(p).unwrap_or_default();
+            let v: Vec<&str> = t.lines().collect();
+            v[v.len().saturating_sub(15)..].join("\n")
+        };
+        format!(
+            "console:\n{}\nagent:\n{}",
+            tail(&self.console),
+            tail(&self.job.dir.join("agent.log"))
+        )
+    }
+
+    fn receive(&mut self, timeout: Duration) -> Result<serde_json::Value, GuestError> {
+        let line = loop {
+            match self.from_guest.recv_timeout(timeout) {
+                // Anything before the agent's raw mode (an echo) is not
+                // a reply.
+                Ok(l) if !l.trim_start().starts_with('{') => continue,
+                Ok(l) => break l,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(GuestError::Agent(format!(
+                        "no answer within {} s; {}",
+                        timeout.as_secs(),
+                        self.last_words()
+                    )))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(GuestError::Agent(format!(
+                        "the guest stopped; {}",
+                        self.last_words()
+                    )))
+                }
+            }
+        };
+        match serde_json::from_str::<Reply>(line.trim()) {
+            Ok(Reply::Ok(v)) => Ok(v),
+            Ok(Reply::Err(e)) => Err(GuestError::Agent(e)),
+            Err(e) => Err(GuestError::Agent(format!(
+                "an unreadable answer ({e}): {line}"
+            ))),
+        }
+    }
+
+    /// Sends `req` and waits for the answer.
+    pub fn call(&mut self, req: &Request) -> Result<serde_json::Value, GuestError> {
+        let mut line = serde_json::to_string(req).map_err(std::io::Error::from)?;
+        line.push('\n');
+        self.to_guest.write_all(line.as_bytes())?;
+        self.to_guest.flush()?;
+        self.receive(CALL_TIMEOUT)
+    }
+
+    /// The guest's CPU counters now.
+    pub fn cpu(&mut self) -> Option<crate::run::cpu::CpuTimes> {
+        let v = self.call(&Request::Stat).ok()?;
+        crate::run::cpu::CpuTimes::parse(v.as_str()?)
+    }
+
+    /// The job directory (the guest's `/run/job`).
+    pub fn job_dir(&self) -> &Path {
+        &self.job.dir
+    }
+
+    /// Asks the agent to end and waits a moment for the guest, then kills
+    /// it and removes its namespace.
+    pub fn shutdown(mut self) {
+        let _ = self
+            .to_guest
+            .write_all(b"{\"op\":\"quit\"}\n")
+            .and_then(|_| self.to_guest.flush());
+        if self.exited.recv_timeout(Duration::from_secs(5)).is_err() {
+            // SAFETY: a signal to our own child.
+            unsafe { libc::kill(self.pid, libc::SIGKILL) };
+            let _ = self.exited.recv_timeout(Duration::from_secs(5));
+        }
+        let _ = netns::delete(&self.wire_ns);
+    }
+}
+
+/// Whether netem links run in the guest router: `CCLAB_NETEM_ROUTER` =
+/// `guest` or `host` decides; otherwise (`auto`) the guest when this is
+/// not itself a guest and the host's kernel has no netem.
+pub fn wanted() -> bool {
+    match std::env::var("CCLAB_NETEM_ROUTER").as_deref() {
+        Ok("guest") => true,
+        Ok("host") => false,
+        _ => std::env::var_os("CCLAB_IN_VM").is_none() && !crate::netem::probe().netem,
+    }
+}
+
+/// The process's guest router, booted on first use.
+static ROUTER: Mutex<Option<GuestRouter>> = Mutex::new(None);
+
+/// Runs `f` with the process's guest router, booting one with at least
+/// `interfaces` interfaces first if there is none, or if the one there
+/// has fewer.
+pub fn with_router<T>(
+    interfaces: usize,
+    verbose: bool,
+    f: impl FnOnce(&mut GuestRouter) -> Result<T, GuestError>,
+) -> Result<T, GuestError> {
+    let mut slot = ROUTER.lock().unwrap_or_else(|e| e.into_inner());
+    if slot
+        .as_ref()
+        .is_some_and(|r| r.host_macs.len() < interfaces)
+    {
+        if let Some(r) = slot.take() {
+            r.shutdown();
+        }
+    }
+    if slot.is_none() {
+        *slot = Some(GuestRouter::boot(interfaces.max(MIN_INTERFACES), verbose)?);
+    }
+    f(slot.as_mut().expect("booted"))
+}
+
+/// Runs `f` with the process's guest router if one runs (never boots
+/// one).
+fn with_existing<T>(f: impl FnOnce(&mut GuestRouter) -> T) -> Option<T> {
+    let mut slot = ROUTER.lock().unwrap_or_else(|e| e.into_inner());
+    slot.as_mut().map(f)
+}
+
+/// Stops the process's guest router, if one runs (the end of `cclab
+/// run`, `sweep`, ...; also safe to call when none was booted).
+pub fn shutdown() {
+    let r = ROUTER.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(r) = r {
+        r.shutdown();
+    }
+}
+
+/// The guest kernel's qdiscs and version (booting the guest if needed).
+pub fn guest_caps(verbose: bool) -> Result<(Caps, String), GuestError> {
+    with_router(0, verbose, |r| {
+        Ok((r.hello.caps.clone(), r.hello.kernel.clone()))
+    })
+}
+
+/// One repetition's link built in the guest, with its host endpoint
+/// namespaces; removed on drop.
+pub struct GuestLink {
+    /// Where each flow's endpoints run (host namespaces).
+    pub places: Vec<Place>,
+    /// Every command that built it, host and guest, one line each.
+    pub commands: Vec<String>,
+    /// Host endpoint namespaces and, per namespace, the interface index
+    /// and device name of its host end.
+    host: Vec<(String, usize, String)>,
+    /// Links sampled (one per link of the topology).
+    links: usize,
+    removed: bool,
+}
+
+/// Builds `sc`'s link (one link, or its paths) for the repetition with
+/// `seed` in the guest router, with host namespaces for the endpoints.
+pub fn setup(sc: &Scenario, seed: u64, verbose: bool) -> Result<GuestLink, GuestError> {
+    let nflows = sc.flow_routes().len();
+    let paths = sc.has_paths();
+    let interfaces = if paths { 2 * nflows } else { 2 };
+    let scenario = toml::to_string(&sc.to_toml())
+        .map_err(|e| GuestError::Agent(format!("the scenario as TOML: {e}")))?;
+    with_router(interfaces, verbose, |r| {
+        // Refused before any process starts: what this guest's kernel
+        // lacks.
+        let topo = sc.topology();
+        for l in &topo.links {
+            crate::netem::check_link(&l.spec, &r.hello.caps, true).map_err(|e| {
+                GuestError::Link {
+                    kernel: r.hello.kernel.clone(),
+                    source: e,
+                }
+            })?;
+        }
+        let v = r.call(&Request::Link {
+            scenario,
+            seed,
+            host_macs: r.host_macs[..interfaces].to_vec(),
+        })?;
+        let reply: LinkReply =
+            serde_json::from_value(v).map_err(|e| GuestError::Agent(format!("its link: {e}")))?;
+        let mut link = GuestLink {
+            places: Vec::new(),
+            commands: reply
+                .commands
+                .iter()
+                .map(|c| format!("guest# {c}"))
+                .collect(),
+            host: Vec::new(),
+            links: topo.links.len(),
+            removed: false,
+        };
+        let built = link.build_host(r, &reply, nflows, paths);
+        if let Err(e) = built {
+            link.remove_with(r);
+            return Err(e);
+        }
+        Ok(link)
+    })
+}
+
+impl GuestLink {
+    fn build_host(
+        &mut self,
+        r: &mut GuestRouter,
+        reply: &LinkReply,
+        nflows: usize,
+        paths: bool,
+    ) -> Result<(), GuestError> {
+        let id = netns::new_id();
+        let mut names = Vec::new();
+        for (k, e) in reply.endpoints.iter().enumerate() {
+            let ns = if paths {
+                format!("{id}-{}{}", if k % 2 == 0 { "c" } else { "s" }, k / 2)
+            } else {
+                format!("{id}-{}", if k == 0 { "c" } else { "s" })
+            };
+            netns::validate_name(&ns)?;
+            netns::validate_name(&e.dev)?;
+            let mut run = |args: Vec<String>| -> Result<(), GuestError> {
+                let a: Vec<&str> = args.iter().map(String::as_str).collect();
+                ip(&a)?;
+                self.commands.push(format!("ip {}", args.join(" ")));
+                Ok(())
+            };
+            let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            run(s(&["netns", "add", &ns]))?;
+            self.host.push((ns.clone(), k, e.dev.clone()));
+            run(s(&["-n", &ns, "link", "set", "lo", "up"]))?;
+            let h = format!("h{k}");
+            run(s(&["-n", &r.wire_ns, "link", "set", &h, "netns", &ns]))?;
+            run(s(&["-n", &ns, "link", "set", &h, "name", &e.dev]))?;
+            run(s(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/{}", e.ip, e.prefix),
+                "dev",
+                &e.dev,
+            ]))?;
+            run(s(&["-n", &ns, "link", "set", &e.dev, "up"]))?;
+            run(s(&[
+                "-n",
+                &ns,
+                "neigh",
+                "replace",
+                &e.gateway.to_string(),
+                "lladdr",
+                &e.gateway_mac,
+                "dev",
+                &e.dev,
+                "nud",
+                "permanent",
+            ]))?;
+            run(s(&[
+                "-n",
+                &ns,
+                "route",
+                "add",
+                "default",
+                "via",
+                &e.gateway.to_string(),
+            ]))?;
+            names.push(ns);
+        }
+        self.places = (0..nflows)
+            .map(|k| {
+                let (c, s) = if paths { (2 * k, 2 * k + 1) } else { (0, 1) };
+                Place {
+                    client_ns: names[c].clone(),
+                    server_ns: names[s].clone(),
+                    server_ip: reply.server_ips[k],
+                }
+            })
+            .collect();
+        Ok(())
+    }
+
+    fn remove_with(&mut self, r: &mut GuestRouter) {
+        if self.removed {
+            return;
+        }
+        self.removed = true;
+        for (ns, k, dev) in self.host.drain(..) {
+            // The host end goes back to the wire namespace (deleting the
+            // namespace would delete the veth pair, and the guest's
+            // interface with it), then the namespace goes.
+            let _ = ip(&["-n", &ns, "link", "set", &dev, "netns", &r.wire_ns]);
+            let _ = ip(&[
+                "-n",
+                &r.wire_ns,
+                "link",
+                "set",
+                &dev,
+                "name",
+                &format!("h{k}"),
+            ]);
+            let _ = netns::delete(&ns);
+        }
+        let _ = r.call(&Request::Teardown);
+    }
+
+    /// Samples every link's qdiscs every `interval` into `files[i]` (link
+    /// `i`) until the sampler is stopped.
+    pub fn start_sampler(
+        &self,
+        interval: Duration,
+        files: Vec<PathBuf>,
+    ) -> Result<GuestSampler, GuestError> {
+        if files.len() != self.links {
+            return Err(GuestError::Agent(format!(
+                "{} sample files for {} links",
+                files.len(),
+                self.links
+            )));
+        }
+        let names: Vec<String> = (0..files.len())
+            .map(|i| format!("samples-{i}.jsonl"))
+            .collect();
+        with_existing(|r| {
+            for n in &names {
+                let _ = std::fs::remove_file(r.job_dir().join(n));
+            }
+            r.call(&Request::SampleStart {
+                files: names.clone(),
+                interval_ms: interval.as_millis() as u64,
+            })?;
+            let from = names.iter().map(|n| r.job_dir().join(n)).collect();
+            Ok(GuestSampler { from, to: files })
+        })
+        .unwrap_or_else(|| Err(GuestError::Agent("the guest router has stopped".into())))
+    }
+
+    /// The guest's CPU counters now.
+    pub fn guest_cpu(&self) -> Option<crate::run::cpu::CpuTimes> {
+        with_existing(|r| r.cpu()).flatten()
+    }
+}
+
+impl Drop for GuestLink {
+    fn drop(&mut self) {
+        if !self.removed {
+            with_existing(|r| self.remove_with(r));
+        }
+    }
+}
+
+/// Sampling in the guest.
+pub struct GuestSampler {
+    from: Vec<PathBuf>,
+    to: Vec<PathBuf>,
+}
+
+impl GuestSampler {
+    /// Stops sampling and moves the files into place.
+    pub fn stop(self) -> Result<(), GuestError> {
+        with_existing(|r| r.call(&Request::SampleStop))
+            .unwrap_or_else(|| Err(GuestError::Agent("the guest router has stopped".into())))?;
+        for (from, to) in self.from.iter().zip(&self.to) {
+            if let Some(d) = to.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            if std::fs::rename(from, to).is_err() {
+                std::fs::copy(from, to)?;
+                let _ = std::fs::remove_file(from);
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------- guest side
+
+/// The link the agent holds.
+enum Built {
+    One(NetemLink),
+    Paths(NetemPaths),
+}
+
+/// Runs in the guest: answers requests on `tty` until told to quit.
+pub fn agent(tty: &Path) -> anyhow::Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(tty)?;
+    raw_mode(&f)?;
+    let mut out = f.try_clone()?;
+    let input = BufReader::new(f);
+    let caps = crate::netem::probe();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let interfaces = (0..)
+        .take_while(|k| Path::new(&format!("/sys/class/net/vec{k}")).exists())
+        .count();
+    let hello = Hello {
+        caps,
+        kernel,
+        interfaces,
+    };
+    let send = |out: &mut std::fs::File, r: Reply| -> std::io::Result<()> {
+        let mut s = serde_json::to_string(&r).map_err(std::io::Error::from)?;
+        s.push('\n');
+        out.write_all(s.as_bytes())?;
+        out.flush()
+    };
+    send(&mut out, Reply::Ok(serde_json::to_value(&hello)?))?;
+    let mut built: Option<(Built, Vec<(String, String)>)> = None;
+    let mut sampler: Option<crate::netem::Sampler> = None;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let req: Request = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                send(&mut out, Reply::Err(format!("unreadable request: {e}")))?;
+                continue;
+            }
+        };
+        if matches!(req, Request::Quit) {
+            break;
+        }
+        let r = handle(req, &mut built, &mut sampler);
+        eprintln!("agent: {}", if r.is_ok() { "ok" } else { "error" });
+        send(
+            &mut out,
+            match r {
+                Ok(v) => Reply::Ok(v),
+                Err(e) => Reply::Err(format!("{e:#}")),
+            },
+        )?;
+    }
+    if let Some(s) = sampler.take() {
+        let _ = s.stop();
+    }
+    if let Some((b, moved)) = built.take() {
+        teardown(b, &moved);
+    }
+    Ok(())
+}
+
+fn raw_mode(f: &std::fs::File) -> std::io::Result<()> {
+    // SAFETY: termios calls on an open terminal descriptor with a struct
+    // they fill.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(f.as_raw_fd(), &mut t) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        libc::cfmakeraw(&mut t);
+        if libc::tcsetattr(f.as_raw_fd(), libc::TCSANOW, &t) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn handle(
+    req: Request,
+    built: &mut Option<(Built, Vec<(String, String)>)>,
+    sampler: &mut Option<crate::netem::Sampler>,
+) -> anyhow::Result<serde_json::Value> {
+    match req {
+        Request::Link {
+            scenario,
+            seed,
+            host_macs,
+        } => {
+            if let Some(s) = sampler.take() {
+                s.stop()?;
+            }
+            if let Some((b, moved)) = built.take() {
+                teardown(b, &moved);
+            }
+            let base = std::env::current_dir()?;
+            let sc = Scenario::parse(&scenario, "the host's scenario", &base)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let caps = crate::netem::probe();
+            let (b, ends, server_ips, mut commands) = if sc.has_paths() {
+                let p = NetemPaths::setup(
+                    &sc.topology().with_seed(seed),
+                    &sc.flow_routes(),
+                    &caps,
+                    1500,
+                )?;
+                let mut ends = Vec::new();
+                let mut ips = Vec::new();
+                for f in &p.flows {
+                    ends.push((f.client_ns.clone(), "cl".to_string()));
+                    ends.push((f.server_ns.clone(), "sv".to_string()));
+                    ips.push(f.server_ip);
+                }
+                let cmds = p.commands.iter().map(|c| c.join(" ")).collect();
+                (Built::Paths(p), ends, ips, cmds)
+            } else {
+                let mut spec = sc.link.clone();
+                spec.seed = seed;
+                let n = NetemLink::setup(&spec, &caps, 1500, true)?;
+                let t = &n.topology;
+                let ends = vec![
+                    (t.client.clone(), netns::CLIENT_DEV.to_string()),
+                    (t.server.clone(), netns::SERVER_DEV.to_string()),
+                ];
+                let ips = vec![netns::SERVER_IP; sc.flow_routes().len()];
+                let cmds = n
+                    .commands
+                    .iter()
+                    .map(|c| format!("tc {}", c.join(" ")))
+                    .collect();
+                (Built::One(n), ends, ips, cmds)
+            };
+            if host_macs.len() < ends.len() {
+                anyhow::bail!(
+                    "{} endpoints, {} host interfaces",
+                    ends.len(),
+                    host_macs.len()
+                );
+            }
+            let mut endpoints = Vec::new();
+            let mut moved = Vec::new();
+            let mut result = Ok(());
+            for (k, (ns, dev)) in ends.iter().enumerate() {
+                match graft(ns, dev, k, &host_macs[k], &mut commands) {
+                    Ok(e) => {
+                        endpoints.push(e);
+                        moved.push((ns.clone(), format!("vec{k}")));
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            if let Err(e) = result {
+                teardown(b, &moved);
+                return Err(e);
+            }
+            *built = Some((b, moved));
+            Ok(serde_json::to_value(LinkReply {
+                endpoints,
+                server_ips,
+                commands,
+            })?)
+        }
+        Request::SampleStart { files, interval_ms } => {
+            if let Some(s) = sampler.take() {
+                s.stop()?;
+            }
+            let Some((b, _)) = built.as_ref() else {
+                anyhow::bail!("no link to sample");
+            };
+            let job = Path::new("/run/job");
+            let paths: Vec<PathBuf> = files.iter().map(|f| job.join(f)).collect();
+            let every = Duration::from_millis(interval_ms.max(1));
+            *sampler = Some(match b {
+                Built::One(n) => n.start_sampler(every, &paths[0])?,
+                Built::Paths(p) => p.start_sampler(every, &paths)?,
+            });
+            Ok(serde_json::Value::Null)
+        }
+        Request::SampleStop => {
+            if let Some(s) = sampler.take() {
+                s.stop()?;
+            }
+            Ok(serde_json::Value::Null)
+        }
+        Request::Stat => {
+            let s = std::fs::read_to_string("/proc/stat")?;
+            Ok(s.lines().next().unwrap_or_default().into())
+        }
+        Request::Teardown => {
+            if let Some(s) = sampler.take() {
+                let _ = s.stop();
+            }
+            if let Some((b, moved)) = built.take() {
+                teardown(b, &moved);
+            }
+            Ok(serde_json::Value::Null)
+        }
+        Request::Quit => Ok(serde_json::Value::Null),
+    }
+}
+
+/// Makes endpoint namespace `ns` a forwarder between its veth `dev` and
+/// the host, through `vec{k}` (whose host end has `host_mac`); what the
+/// host's endpoint gets.
+fn graft(
+    ns: &str,
+    dev: &str,
+    k: usize,
+    host_mac: &str,
+    commands: &mut Vec<String>,
+) -> anyhow::Result<Endpoint> {
+    let vec = format!("vec{k}");
+    let addr = netns::run("ip", &["-n", ns, "-j", "-4", "addr", "show", "dev", dev])?;
+    let (ip, prefix) = parse_addr(&addr)
+        .ok_or_else(|| anyhow::anyhow!("no IPv4 address on {dev} in {ns}: {addr}"))?;
+    let routes = netns::run("ip", &["-n", ns, "-j", "route", "show", "default"])?;
+    let gateway = parse_gateway(&routes)
+        .ok_or_else(|| anyhow::anyhow!("no default route in {ns}: {routes}"))?;
+    let mut run = |args: &[&str]| -> anyhow::Result<()> {
+        commands.push(format!("ip {}", args.join(" ")));
+        netns::run("ip", args)?;
+        Ok(())
+    };
+    let cidr = format!("{ip}/{prefix}");
+    run(&["link", "set", &vec, "netns", ns])?;
+    run(&["-n", ns, "addr", "del", &cidr, "dev", dev])?;
+    run(&[
+        "-n",
+        ns,
+        "route",
+        "replace",
+        &gateway.to_string(),
+        "dev",
+        dev,
+    ])?;
+    run(&[
+        "-n",
+        ns,
+        "route",
+        "replace",
+        "default",
+        "via",
+        &gateway.to_string(),
+        "dev",
+        dev,
+    ])?;
+    run(&["-n", ns, "link", "set", &vec, "up"])?;
+    run(&[
+        "-n",
+        ns,
+        "route",
+        "replace",
+        &format!("{ip}/32"),
+        "dev",
+        &vec,
+    ])?;
+    run(&[
+        "-n",
+        ns,
+        "neigh",
+        "replace",
+        &ip.to_string(),
+        "lladdr",
+        host_mac,
+        "dev",
+        &vec,
+        "nud",
+        "permanent",
+    ])?;
+    commands.push(format!(
+        "ip netns exec {ns} sysctl -qw net.ipv4.ip_forward=1"
+    ));
+    netns::run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ],
+    )?;
+    let gateway_mac = netns::mac_address(ns, &vec)?;
+    Ok(Endpoint {
+        dev: dev.to_string(),
+        ip,
+        prefix,
+        gateway,
+        gateway_mac,
+    })
+}
+
+/// Moves the vector interfaces back to the guest's root namespace, then
+/// removes the link.
+fn teardown(b: Built, moved: &[(String, String)]) {
+    for (ns, vec) in moved {
+        let _ = netns::run("ip", &["-n", ns, "link", "set", vec, "netns", "1"]);
+    }
+    drop(b);
+}
+
+/// The first IPv4 address and prefix in `ip -j addr show` output.
+fn parse_addr(json: &str) -> Option<(Ipv4Addr, u8)> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let a = v
+        .as_array()?
+        .first()?
+        .get("addr_info")?
+        .as_array()?
+        .iter()
+        .find(|a| a.get("family").and_then(|f| f.as_str()) == Some("inet"))?;
+    Some((
+        a.get("local")?.as_str()?.parse().ok()?,
+        a.get("prefixlen")?.as_u64()? as u8,
+    ))
+}
+
+/// The gateway of the default route in `ip -j route show default` output.
+fn parse_gateway(json: &str) -> Option<Ipv4Addr> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    v.as_array()?
+        .first()?
+        .get("gateway")?
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_and_gateways_from_ip_json() {
+        let a = r#"[{"ifindex":3,"ifname":"c0","addr_info":[{"family":"inet","local":"10.201.1.2","prefixlen":24}]}]"#;
+        assert_eq!(parse_addr(a), Some((Ipv4Addr::new(10, 201, 1, 2), 24)));
+        assert_eq!(parse_addr("[]"), None);
+        let r = r#"[{"dst":"default","gateway":"10.201.1.1","dev":"c0","flags":[]}]"#;
+        assert_eq!(parse_gateway(r), Some(Ipv4Addr::new(10, 201, 1, 1)));
+        assert_eq!(parse_gateway("[]"), None);
+    }
+
+    #[test]
+    fn requests_round_trip_as_json_lines() {
+        let r = Request::Link {
+            scenario: "name = \"x\"\n".into(),
+            seed: 7,
+            host_macs: vec!["02:00:00:00:00:01".into()],
+        };
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(!s.contains('\n'), "{s}");
+        assert!(s.contains("\"op\":\"link\""), "{s}");
+        let back: Request = serde_json::from_str(&s).unwrap();
+        assert!(matches!(back, Request::Link { seed: 7, .. }));
+        let e: Reply = serde_json::from_str(r#"{"err":"no netem"}"#).unwrap();
+        assert!(matches!(e, Reply::Err(m) if m == "no netem"));
+    }
+}
