@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
 
 all: build
 
@@ -197,3 +197,9 @@ lint: bootstrap
 clean:
 	$(CARGO) clean
 	rm -rf .patched
+
+# Kernel netem through the user-mode Linux guest as the router, the QUIC
+# endpoints on the host: the guest's forwarding delay, NewReno/CUBIC/BBR2
+# against emu (IP mode) and sim, and CUBIC's line rate (docs/links.md).
+guest-router: bootstrap
+	./scripts/guest-router.sh

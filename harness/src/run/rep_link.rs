@@ -54,6 +54,8 @@ pub(super) struct RepLink {
         Option<GuestSampler>,
         Option<super::cpu::CpuTimes>,
     )>,
+    /// The repetition's directory (the guest router's counters go there).
+    dir: Option<std::path::PathBuf>,
 }
 
 impl PreparedLink {
@@ -169,7 +171,7 @@ impl PreparedLink {
             } else {
                 vec![samples]
             };
-            let sampler = g.start_sampler(Duration::from_millis(20), files)?;
+            let sampler = g.start_sampler(crate::guest_router::SAMPLE_INTERVAL, files)?;
             let cpu0 = g.guest_cpu();
             return Ok(RepLink {
                 netem: None,
@@ -179,6 +181,7 @@ impl PreparedLink {
                 cross_targets: Vec::new(),
                 tun: None,
                 guest: Some((g, Some(sampler), cpu0)),
+                dir: Some(dir.to_path_buf()),
             });
         }
         if let Some(n) = &self.netem {
@@ -191,6 +194,7 @@ impl PreparedLink {
                 cross_targets: Vec::new(),
                 tun: None,
                 guest: None,
+                dir: None,
             });
         }
         if let Some(p) = &self.paths {
@@ -209,6 +213,7 @@ impl PreparedLink {
                 cross_targets: Vec::new(),
                 tun: None,
                 guest: None,
+                dir: None,
             });
         }
         if let Some(mut t) = self.tun {
@@ -222,6 +227,7 @@ impl PreparedLink {
                 cross_targets: Vec::new(),
                 tun: Some((t, dir.join("emu-ip.json"))),
                 guest: None,
+                dir: None,
             });
         }
         let mut routes: Vec<Route> = servers.iter().map(|s| route_to(s.addr)).collect();
@@ -240,6 +246,7 @@ impl PreparedLink {
             cross_targets,
             tun: None,
             guest: None,
+            dir: None,
         })
     }
 }
@@ -328,6 +335,9 @@ impl RepLink {
         if let Some((g, sampler, _)) = self.guest {
             if let Some(s) = sampler {
                 s.stop()?;
+            }
+            if let Some(dir) = &self.dir {
+                g.record_counters(&dir.join("guest-counters.txt"))?;
             }
             drop(g);
         }
