@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The tests that need kernel netem (harness/tests/netem_kernel.rs, and the
-# netem end-to-end case of harness/tests/kernel_links.rs), run where a
-# kernel has netem: on this host if it does, else in a user-mode Linux guest
-# (`cclab vm`, which installs user-mode-linux and kmod when missing).
+# The tests that need kernel netem (harness/tests/netem_kernel.rs, the
+# netem cases of harness/tests/kernel_links.rs and tcp_flows.rs, and
+# harness/tests/guest_router.rs), run where a kernel has netem: on this
+# host if it does; else in the layout `cclab run --link netem` uses here,
+# the user-mode Linux guest as the router and the endpoints on the host
+# (every test that goes through `cclab run`), and inside a guest (`cclab
+# vm`) for the tests that build a link in-process and for Linux's DCTCP,
+# which this host's kernel lacks. `cclab vm` and the guest router install
+# user-mode-linux and kmod when missing.
 #
 # In the guest, the first check is that sch_netem is loaded (with
 # modprobe's own error when it is not): a missing module is a failure with
@@ -25,7 +30,7 @@ KIND=${CCLAB_VM_KIND:-uml}
     cannot_run test-netem "not root (namespaces and qdiscs need root, and so does starting a guest)"
 
 eval "$(./scripts/ws-build.sh)"
-for v in bin_cclab bin_quic_server bin_quic_client bin_tcp_bulk test_harness__netem_kernel test_harness__kernel_links test_harness__tcp_flows; do
+for v in bin_cclab bin_quic_server bin_quic_client bin_tcp_bulk test_harness__netem_kernel test_harness__kernel_links test_harness__tcp_flows test_harness__guest_router; do
     [ -n "${!v:-}" ] || { echo "test-netem: FAILED: the workspace build did not report $v" >&2; exit 1; }
 done
 cclab=$bin_cclab
@@ -37,9 +42,18 @@ tests=("$test_harness__netem_kernel" "$test_harness__kernel_links" "$test_harnes
 # tcp_flows: only its netem case (a QUIC and a Linux TCP flow together).
 run_tests='for t in "$@"; do echo "test-netem: $(basename "$t")"; case $t in *kernel_links*) f=netem_ ;; *tcp_flows*) f=on_netem ;; *) f= ;; esac; "$t" --include-ignored --test-threads=1 -q $f; done; '"$cclab"' cleanup'
 
+# The tests that go through `cclab run` (on a host without netem: the
+# guest router), and those that build links in-process (in a guest).
+cli_tests=(a_quic_flow_runs_end_to_end_on_netem flows_take_their_own_paths_through_a_chain_of_kernel_links a_quic_senders_losses_are_the_bottlenecks_drops ecn_marks_on_kernel_links)
+skip_cli=()
+for t in "${cli_tests[@]::3}"; do skip_cli+=(--skip "$t"); done
+
 if "$cclab" link probe --json 2>/dev/null | grep -q '"netem": true'; then
     echo "test-netem: this kernel has netem: running on the host" >&2
-    exec bash -c "set -e; $run_tests" _ "${tests[@]}"
+    bash -c "set -e; $run_tests" _ "${tests[@]}"
+    echo "test-netem: the guest router (CCLAB_NETEM_ROUTER=guest)" >&2
+    CCLAB_NETEM_ROUTER=guest "$test_harness__guest_router" --include-ignored --test-threads=1 -q
+    exit 0
 fi
 
 # The guest's first check: sch_netem is loaded (the guest's init loaded its
@@ -62,6 +76,24 @@ if ! reason=$("$cclab" vm --kind "$KIND" --quiet --timeout 120s -- true 2>&1 >/d
     fi
     cannot_run test-netem "$why"
 fi
+# 1. The guest as the router, the endpoints here: what `cclab run --link
+# netem` does on this host.
+echo "test-netem: netem through the guest router, the endpoints on this host" >&2
+SECONDS=0
+export CCLAB_NETEM_ROUTER=guest
+"$test_harness__guest_router" --include-ignored --test-threads=1 -q
+"$test_harness__netem_kernel" --include-ignored --test-threads=1 -q "${cli_tests[@]}"
+"$test_harness__tcp_flows" --include-ignored --test-threads=1 -q on_netem
+unset CCLAB_NETEM_ROUTER
+left=$("$cclab" cleanup --json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin).get("namespaces", [])))' || echo "?")
+[ "$left" = 0 ] || { echo "test-netem: FAILED: the guest-router tests left $left namespaces behind" >&2; exit 1; }
+echo "test-netem: the guest router's tests passed in ${SECONDS} s" >&2
+
+# 2. Inside a guest: the links built in-process (their rates, delays,
+# losses, AQMs, GSO trains), Linux's DCTCP, the netem case of
+# kernel_links.
+run_tests='for t in "$@"; do echo "test-netem: $(basename "$t")"; case $t in *kernel_links*) f=(netem_) ;; *netem_kernel*) f=('"${skip_cli[*]}"') ;; *) continue ;; esac; "$t" --include-ignored --test-threads=1 -q "${f[@]}"; done; '"$cclab"' cleanup'
+SECONDS=0
 set +e
 "$cclab" vm --kind "$KIND" --timeout 900s -- bash -c "set -e; $assert_netem; $run_tests" _ "${tests[@]}"
 rc=$?

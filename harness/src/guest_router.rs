@@ -92,12 +92,12 @@ pub enum GuestError {
     #[error(transparent)]
     Netns(#[from] NetnsError),
     /// The guest's kernel cannot build the link.
-    #[error("the guest router's kernel ({kernel}) cannot build this link: {source}")]
+    #[error("the guest router's kernel ({kernel}) cannot build this link: {why}")]
     Link {
         /// The guest's `uname -r`.
         kernel: String,
         /// What is missing.
-        source: NetemError,
+        why: NetemError,
     },
     /// The agent failed or stopped answering.
     #[error("the guest router: {0}")]
@@ -233,7 +233,7 @@ fn incoming_only_filter() -> Vec<u8> {
     const SKF_AD_PKTTYPE: u32 = 0xffff_f000 + 4;
     const PACKET_OUTGOING: u32 = 4;
     let prog: [(u16, u8, u8, u32); 4] = [
-        (0x20, 0, 0, SKF_AD_PKTTYPE), // ld  [pkttype]
+        (0x20, 0, 0, SKF_AD_PKTTYPE),  // ld  [pkttype]
         (0x15, 0, 1, PACKET_OUTGOING), // jeq #4, drop, pass
         (0x06, 0, 0, 0),               // drop: ret #0
         (0x06, 0, 0, u32::MAX),        // pass: ret #all
@@ -266,7 +266,10 @@ const RMEM_DEFAULT: &str = "/proc/sys/net/core/rmem_default";
 impl RcvBuf {
     fn raise(to: u64) -> RcvBuf {
         let old = std::fs::read_to_string(RMEM_DEFAULT).ok();
-        let cur: u64 = old.as_deref().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+        let cur: u64 = old
+            .as_deref()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
         if cur >= to || std::fs::write(RMEM_DEFAULT, to.to_string()).is_err() {
             return RcvBuf { old: None };
         }
@@ -646,7 +649,7 @@ pub fn setup(sc: &Scenario, seed: u64, verbose: bool) -> Result<GuestLink, Guest
             crate::netem::check_link(&l.spec, &r.hello.caps, true).map_err(|e| {
                 GuestError::Link {
                     kernel: r.hello.kernel.clone(),
-                    source: e,
+                    why: e,
                 }
             })?;
         }
@@ -881,7 +884,7 @@ impl GuestSampler {
 
 /// The link the agent holds.
 enum Built {
-    One(NetemLink),
+    One(Box<NetemLink>),
     Paths(NetemPaths),
 }
 
@@ -1018,7 +1021,7 @@ fn handle(
                     .iter()
                     .map(|c| format!("tc {}", c.join(" ")))
                     .collect();
-                (Built::One(n), ends, ips, cmds)
+                (Built::One(Box::new(n)), ends, ips, cmds)
             };
             if host_macs.len() < ends.len() {
                 anyhow::bail!(

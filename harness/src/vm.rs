@@ -504,7 +504,9 @@ pub(crate) struct UmlExtras {
     pub netns: Option<String>,
     /// The guest's consoles 1 and 2 (its command's output), if not ours.
     pub output: Option<std::fs::File>,
-    /// Killed with SIGKILL when the thread that started it ends.
+    /// Killed with SIGKILL when the thread that started it ends, and in a
+    /// process group of its own (a Ctrl-C at the terminal reaches the
+    /// caller, which then stops it in order, and not the guest).
     pub die_with_parent: bool,
 }
 
@@ -610,7 +612,10 @@ fn start_uml(
                     return err();
                 }
             }
-            if die && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+            if die
+                && (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                    || libc::setpgid(0, 0) != 0)
+            {
                 return err();
             }
             Ok(())

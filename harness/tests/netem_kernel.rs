@@ -3,9 +3,12 @@
 //! probe (rate, delay, jitter order, loss models, kernel AQMs).
 //!
 //! Ignored in a plain `cargo test`: this project's machines have no
-//! sch_netem. `scripts/test-netem.sh` (part of `make test`) runs them in a
-//! user-mode Linux guest (`cclab vm`), or directly on a host with netem,
-//! and prints why when it cannot.
+//! sch_netem. `scripts/test-netem.sh` (part of `make test`) runs them
+//! directly on a host with netem; on a host without, the ones that go
+//! through `cclab run` on the host with the guest router
+//! (`harness::guest_router`: netem in a user-mode Linux guest, the
+//! endpoints on the host) and the ones that build links in-process in a
+//! guest (`cclab vm`); and prints why when it cannot.
 
 mod common;
 use std::path::Path;
@@ -19,6 +22,25 @@ use common::{cclab, cclab_run};
 
 fn link(pairs: &[(&str, &str)]) -> LinkSpec {
     LinkSpec::from_pairs(pairs.iter().copied(), Path::new(".")).unwrap()
+}
+
+/// For runs through `cclab run`: a kernel with netem here, or the guest
+/// router (a host without netem).
+fn require_netem_runs() {
+    assert!(netns::is_root(), "these tests need root");
+    assert!(
+        harness::netem::probe().netem || harness::guest_router::wanted(),
+        "this kernel has no sch_netem and CCLAB_NETEM_ROUTER=host: run these tests through scripts/test-netem.sh"
+    );
+}
+
+/// The commands that built a run's link: `tc-commands.txt` on a host
+/// with netem, `netns-commands.txt` (host and guest) through the guest
+/// router or for paths.
+fn link_commands(rep: &Path) -> String {
+    std::fs::read_to_string(rep.join("tc-commands.txt"))
+        .or_else(|_| std::fs::read_to_string(rep.join("netns-commands.txt")))
+        .unwrap()
 }
 
 fn require_netem() {
@@ -40,7 +62,7 @@ fn ours() -> Vec<String> {
 #[test]
 #[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
 fn a_quic_flow_runs_end_to_end_on_netem() {
-    require_netem();
+    require_netem_runs();
     let out = tempfile::tempdir().unwrap();
     let o = cclab()
         .args([
@@ -87,7 +109,7 @@ fn a_quic_flow_runs_end_to_end_on_netem() {
     assert!(qd > 0.0 && qd < 45.0, "{b}");
     assert!(b["utilization"].as_f64().unwrap() > 0.5, "{b}");
     // The tc lines that built the link are kept with the repetition.
-    let tc = std::fs::read_to_string(out.path().join("rep-1/tc-commands.txt")).unwrap();
+    let tc = link_commands(&out.path().join("rep-1"));
     assert!(
         tc.contains(" netem limit ") && tc.contains(" tbf rate 10000000bit "),
         "{tc}"
@@ -102,7 +124,7 @@ fn a_quic_flow_runs_end_to_end_on_netem() {
 #[test]
 #[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
 fn flows_take_their_own_paths_through_a_chain_of_kernel_links() {
-    require_netem();
+    require_netem_runs();
     // Two 2 Mbit/s links of 10 ms each way (a rate a one-CPU guest keeps
     // up with): a long flow across both, a short flow on each, the first
     // of them with a 50 ms RTT of its own.
@@ -499,7 +521,7 @@ fn a_quic_senders_losses_are_the_bottlenecks_drops() {
     // user-mode Linux guest, cubic on CoDel at 20 Mbit/s for 15 s, before
     // the topology segmented them: 5 tc drops, 155 packets lost (drop-tail:
     // 142 and 228); after: 259 and 258 (drop-tail: 410 and 410).
-    require_netem();
+    require_netem_runs();
     let out = tempfile::tempdir().unwrap();
     let o = cclab()
         .args([
@@ -553,8 +575,25 @@ fn ecn_marks_on_kernel_links_for_our_dctcp_and_linuxs() {
     // of Linux's tcp_dctcp, which negotiates ECN only when both of
     // tcp-bulk's sockets run it before the handshake; neither flow sees
     // a drop.
-    require_netem();
-    for cc in ["dctcp", "tcp:dctcp"] {
+    require_netem_runs();
+    // Linux's DCTCP runs where the kernel of its endpoints has it: the
+    // guest router puts the endpoints on the host.
+    let host_dctcp = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|c| c == "dctcp")
+        || std::path::Path::new("/proc/sys/net/ipv4/tcp_allowed_congestion_control").exists()
+            && std::process::Command::new("modprobe")
+                .args(["-n", "tcp_dctcp"])
+                .status()
+                .is_ok_and(|s| s.success());
+    let ccs: &[&str] = if host_dctcp || harness::netem::probe().netem {
+        &["dctcp", "tcp:dctcp"]
+    } else {
+        eprintln!("ecn_marks_on_kernel_links: tcp:dctcp not run here: this host's kernel has no tcp_dctcp and the guest router runs endpoints on the host (the in-guest run of this test covers it)");
+        &["dctcp"]
+    };
+    for &cc in ccs {
         let out = tempfile::tempdir().unwrap();
         let s = cclab_run(
             &[

@@ -1,0 +1,226 @@
+//! netem through the guest router (`harness::guest_router`): the link's
+//! qdiscs in a user-mode Linux guest, the endpoints on the host. What the
+//! layout itself must do: refuse a link the guest's kernel cannot build
+//! before any endpoint starts, add little to the round trip, and leave
+//! nothing behind, also when the run is interrupted.
+//!
+//! Ignored in a plain `cargo test` (they need root and boot a guest);
+//! `scripts/test-netem.sh` (part of `make test`) runs them with
+//! `CCLAB_NETEM_ROUTER=guest`, after checking that a guest can start.
+
+mod common;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::cclab;
+
+fn require_guest_router() {
+    assert!(harness::netns::is_root(), "these tests need root");
+    assert!(
+        harness::guest_router::wanted(),
+        "netem runs on this host's own kernel: set CCLAB_NETEM_ROUTER=guest (scripts/test-netem.sh does)"
+    );
+}
+
+/// Our namespaces owned by process `pid`.
+fn namespaces_of(pid: u32) -> Vec<String> {
+    let prefix = format!("{}{pid}-", harness::netns::PREFIX);
+    harness::netns::list()
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// Processes whose command line has `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+#[test]
+#[ignore = "needs root and boots a guest: run by scripts/test-netem.sh (make test)"]
+fn a_link_the_guests_kernel_cannot_build_is_refused_before_the_endpoints_start() {
+    require_guest_router();
+    let out = tempfile::tempdir().unwrap();
+    let o = cclab()
+        .args([
+            "run",
+            "--link",
+            "netem",
+            "--cc",
+            "cubic",
+            "--duration",
+            "3s",
+        ])
+        .args(["--rate", "20mbit", "--rtt", "20ms", "--aqm", "dualpi2"])
+        .args(["--quiet", "--out"])
+        .arg(out.path().join("r"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "dualpi2 on the guest's 6.1 kernel: {err}"
+    );
+    for want in ["dualpi2", "guest router", "--link emu"] {
+        assert!(err.contains(want), "`{want}` missing from: {err}");
+    }
+    assert!(
+        !out.path().join("r/rep-1/flow-0").exists(),
+        "an endpoint started"
+    );
+}
+
+#[test]
+#[ignore = "needs root and boots a guest: run by scripts/test-netem.sh (make test)"]
+fn the_guest_forwards_with_little_delay_and_records_where_things_ran() {
+    require_guest_router();
+    let out = tempfile::tempdir().unwrap();
+    let s = common::cclab_run(
+        &[
+            "--link",
+            "netem",
+            "--cc",
+            "newreno",
+            "--duration",
+            "4s",
+            "--rate",
+            "10mbit",
+            "--rtt",
+            "0ms",
+            "--queue",
+            "50pkt",
+        ],
+        &out.path().join("r"),
+    );
+    let r = &s["repetitions"][0];
+    let min = r["flows"][0]["rtt_ms"]["min"].as_f64().unwrap();
+    // Measured 0.2 to 0.4 ms through the guest (the host's own kernel:
+    // about 0.1 ms); a guest that queued or polled would add milliseconds.
+    assert!(min < 2.0, "smallest RTT through the guest {min} ms");
+    let busy = r["guest_cpu_busy"].as_f64();
+    assert!(
+        busy.is_some_and(|b| b > 0.0 && b <= 1.0),
+        "guest_cpu_busy: {busy:?}"
+    );
+    // The qdiscs were built in the guest, the endpoints' namespaces on
+    // the host, and the counters of the guest's interfaces kept.
+    let rep = out.path().join("r/rep-1");
+    let cmds = std::fs::read_to_string(rep.join("netns-commands.txt")).unwrap();
+    assert!(cmds.contains("guest# tc -n "), "{cmds}");
+    assert!(
+        cmds.lines().any(|l| l.starts_with("ip netns add ")),
+        "{cmds}"
+    );
+    assert!(!cmds.contains("guest# ip netns add"), "{cmds}");
+    let counters = std::fs::read_to_string(rep.join("guest-counters.txt")).unwrap();
+    assert!(
+        counters.contains("vec0") && counters.contains("w0"),
+        "{counters}"
+    );
+}
+
+#[test]
+#[ignore = "needs root and boots a guest: run by scripts/test-netem.sh (make test)"]
+fn nothing_is_left_after_a_run_or_after_ctrl_c() {
+    require_guest_router();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("r");
+    let mut child = cclab()
+        .args([
+            "run",
+            "--link",
+            "netem",
+            "--cc",
+            "cubic",
+            "--duration",
+            "60s",
+        ])
+        .args(["--rate", "10mbit", "--rtt", "20ms", "--quiet", "--out"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Interrupt once the flow runs: the guest is up, the endpoints'
+    // namespaces exist and the client has started (results appear in
+    // `dir` only when the run ends).
+    let t0 = Instant::now();
+    let running = || {
+        namespaces_of(pid).iter().any(|n| n.ends_with("-c"))
+            && !processes_with("/quic-client").is_empty()
+    };
+    while !running() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "the flow never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "cclab run ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        namespaces_of(pid).iter().any(|n| n.ends_with("-w")),
+        "no wire namespace while running: {:?}",
+        namespaces_of(pid)
+    );
+    let uml = format!("umid=job{pid}");
+    assert!(!processes_with(&uml).is_empty(), "no guest while running");
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(60),
+            "cclab run did not end after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(
+        !status.success(),
+        "an interrupted run is not a success: {err}"
+    );
+    // The guest's processes die with the thread that started them; give
+    // the host a moment to reap them.
+    let t2 = Instant::now();
+    while !processes_with(&uml).is_empty() && t2.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        processes_with(&uml).is_empty(),
+        "guest processes left: {:?}",
+        processes_with(&uml)
+    );
+    assert!(
+        namespaces_of(pid).is_empty(),
+        "namespaces left: {:?}",
+        namespaces_of(pid)
+    );
+    let leftover: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("{}{pid}-", harness::vm::JOB_PREFIX))
+        })
+        .collect();
+    assert!(leftover.is_empty(), "job directories left: {leftover:?}");
+    let _ = Path::new(&dir);
+}
