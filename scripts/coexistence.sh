@@ -3,8 +3,10 @@
 # flow on the same bottleneck (RATE, RTT, 1-BDP drop-tail, DURATION), on
 # each backend: the emulator's IP mode (`--link emu`, the host kernel's
 # TCP; needs root and /dev/net/tun) and netem (on this host if its kernel
-# has netem, else all netem runs in one user-mode Linux guest through
-# `cclab vm`, the guest kernel's TCP). Prints per algorithm and backend the
+# has netem, else through the guest router: the qdiscs in a user-mode
+# Linux guest, both endpoints on this host, this host kernel's TCP;
+# CCLAB_NETEM_ROUTER=vm runs the netem part the old way, everything in one
+# `cclab vm` guest with the guest kernel's TCP). Prints per algorithm and backend the
 # QUIC flow's and the TCP flow's goodput, the QUIC flow's share (mean over
 # the repetitions, their range in brackets), Jain's index and how busy the
 # machine's CPUs were; and whether the two backends' shares are within 10
@@ -67,7 +69,7 @@ cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 times=()
 for link in $BACKENDS; do
     SECONDS=0
-    if [ "$link" = netem ] && ! $cclab link probe --json 2>/dev/null | grep -q '"netem": true'; then
+    if [ "$link" = netem ] && [ "${CCLAB_NETEM_ROUTER:-}" = vm ] && ! $cclab link probe --json 2>/dev/null | grep -q '"netem": true'; then
         echo "coexistence: netem in a $KIND guest (cclab vm)" >&2
         $cclab vm --kind "$KIND" --quiet -- "$0" --part netem
         link="netem (guest)"

@@ -12,10 +12,16 @@
 #    within 2 points, mean queue within 20% or 2 ms.
 # 3. Line rate: CUBIC alone at LINE_RATES, 1 BDP: utilization and the
 #    guest's CPU (goal: 95% at 200 Mbit/s).
+# 4. Several links: scenarios/parking-lot.toml (three 10 Mbit/s links, one
+#    long flow and one short flow per link) with LOT_CCS on netem through
+#    the guest and on emu, per link against the sim-vs-emu goals
+#    (utilization within 3 points, queueing delay within 20% or 2 ms, loss
+#    rate within 25% or 0.2 points).
 #
 # Env: DURATION (20s), RATES ("20mbit 100mbit"), RTT (40ms), CCS ("newreno
-# cubic bbr2"), LINE_RATES ("100mbit 150mbit 200mbit"), PARTS ("delay
-# agree line"), OUT (a temporary directory, removed unless set).
+# cubic bbr2"), LINE_RATES ("100mbit 150mbit 200mbit"), LOT_CCS ("newreno
+# cubic"), PARTS ("delay agree line lot"), OUT (a temporary directory,
+# removed unless set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/stamp.sh
@@ -25,7 +31,8 @@ RATES=${RATES:-"20mbit 100mbit"}
 RTT=${RTT:-40ms}
 CCS=${CCS:-"newreno cubic bbr2"}
 LINE_RATES=${LINE_RATES:-"100mbit 150mbit 200mbit"}
-PARTS=${PARTS:-"delay agree line"}
+LOT_CCS=${LOT_CCS:-"newreno cubic"}
+PARTS=${PARTS:-"delay agree line lot"}
 [ "$(id -u)" -eq 0 ] || { echo "guest-router: needs root (namespaces, qdiscs, the guest)" >&2; exit 1; }
 cargo build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 if [ -z "${OUT:-}" ]; then
@@ -60,12 +67,19 @@ for p in $PARTS; do
             CCLAB_NETEM_ROUTER=guest run "$OUT/line-$rate" --link netem --cc cubic --rate "$rate" --rtt "$RTT" --queue 1bdp --duration "$DURATION"
         done
         ;;
-    *) echo "guest-router: PARTS: unknown part $p (delay, agree, line)" >&2; exit 1 ;;
+    lot)
+        for cc in $LOT_CCS; do
+            sed "s/^cc = \".*\"/cc = \"$cc\"/" scenarios/parking-lot.toml >"$OUT/lot-$cc.toml"
+            CCLAB_NETEM_ROUTER=guest run "$OUT/lot-netem-$cc" "$OUT/lot-$cc.toml" --link netem --duration "$DURATION"
+            run "$OUT/lot-emu-$cc" "$OUT/lot-$cc.toml" --link emu --duration "$DURATION"
+        done
+        ;;
+    *) echo "guest-router: PARTS: unknown part $p (delay, agree, line, lot)" >&2; exit 1 ;;
     esac
 done
-python3 - "$OUT" "$RATES" "$CCS" "$LINE_RATES" "$PARTS" <<'PY'
+python3 - "$OUT" "$RATES" "$CCS" "$LINE_RATES" "$PARTS" "$LOT_CCS" <<'PY'
 import json, os, sys
-out, rates, ccs, lines, parts = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5].split()
+out, rates, ccs, lines, parts, lot_ccs = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4].split(), sys.argv[5].split(), sys.argv[6].split()
 def load(name):
     p = os.path.join(out, name, "summary.json")
     if not os.path.exists(p):
@@ -105,4 +119,23 @@ if "line" in parts:
         r = load(f"line-{rate}")
         if r:
             print(f"| {rate} | {r['util']:.1f} | {r['queue']:.2f} | {r['drops']} | {r['lost']} | {pct(r['gcpu'])} | {pct(r['cpu'])} |")
+if "lot" in parts:
+    print("\n## Parking lot (three 10 Mbit/s links, 10 ms each way, 1 BDP; netem through the guest against emu)\n")
+    print("| cc | link | utilization netem / emu | loss rate netem / emu | queueing delay netem / emu | guest CPU | agree |")
+    print("|---|---|---|---|---|---:|---|")
+    for cc in lot_ccs:
+        pn, pe = (os.path.join(out, f"lot-{l}-{cc}", "summary.json") for l in ("netem", "emu"))
+        if not (os.path.exists(pn) and os.path.exists(pe)):
+            continue
+        n, e = json.load(open(pn)), json.load(open(pe))
+        g = n["repetitions"][0].get("guest_cpu_busy")
+        for name in sorted(n["links"]):
+            a, b = n["links"][name], e["links"][name]
+            ua, ub = a["utilization"] * 100, b["utilization"] * 100
+            la, lb = (a.get("loss_rate") or 0) * 100, (b.get("loss_rate") or 0) * 100
+            qa, qb = a["queue_delay_ms_mean"], b["queue_delay_ms_mean"]
+            miss = [m for m, ok in (("utilization", abs(ua - ub) <= 3),
+                                    ("queue", abs(qa - qb) <= max(2, 0.2 * max(qa, qb))),
+                                    ("loss", abs(la - lb) <= max(0.2, 0.25 * max(la, lb)))) if not ok]
+            print(f"| {cc} | {name} | {ua:.1f}% / {ub:.1f}% | {la:.2f}% / {lb:.2f}% | {qa:.1f} / {qb:.1f} ms | {pct(g)} | {'yes' if not miss else 'no: ' + ', '.join(miss)} |")
 PY

@@ -529,10 +529,10 @@ impl GuestRouter {
         self.receive(CALL_TIMEOUT)
     }
 
-    /// The guest's CPU counters now.
-    pub fn cpu(&mut self) -> Option<crate::run::cpu::CpuTimes> {
+    /// The first line of the guest's `/proc/stat` now.
+    pub fn cpu(&mut self) -> Option<String> {
         let v = self.call(&Request::Stat).ok()?;
-        crate::run::cpu::CpuTimes::parse(v.as_str()?)
+        v.as_str().map(str::to_string)
     }
 
     /// The job directory (the guest's `/run/job`).
@@ -842,8 +842,8 @@ impl GuestLink {
         Ok(())
     }
 
-    /// The guest's CPU counters now.
-    pub fn guest_cpu(&self) -> Option<crate::run::cpu::CpuTimes> {
+    /// The first line of the guest's `/proc/stat` now.
+    pub fn guest_cpu(&self) -> Option<String> {
         with_existing(|r| r.cpu()).flatten()
     }
 }

@@ -28,7 +28,7 @@
 //! 4. `summary`: the averages over repetitions, `summary.json`.
 
 mod collect;
-pub mod cpu;
+mod cpu;
 mod endpoints;
 mod processes;
 mod rep_link;

@@ -172,7 +172,7 @@ impl PreparedLink {
                 vec![samples]
             };
             let sampler = g.start_sampler(crate::guest_router::SAMPLE_INTERVAL, files)?;
-            let cpu0 = g.guest_cpu();
+            let cpu0 = g.guest_cpu().and_then(|s| super::cpu::CpuTimes::parse(&s));
             return Ok(RepLink {
                 netem: None,
                 paths: None,
@@ -284,7 +284,8 @@ impl RepLink {
     /// since the flows started.
     pub(super) fn guest_busy(&self) -> Option<f64> {
         let (g, _, cpu0) = self.guest.as_ref()?;
-        cpu0.as_ref()?.busy_share(&g.guest_cpu()?)
+        cpu0.as_ref()?
+            .busy_share(&super::cpu::CpuTimes::parse(&g.guest_cpu()?)?)
     }
 
     /// Where flow `i`'s client sends: the emulator's route to its server,
