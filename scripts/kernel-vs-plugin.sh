@@ -5,8 +5,13 @@
 # cubic / tcp:cubic and, for information, bbr2 / tcp:bbr: one flow alone on
 # the same kernel netem link (RATE, 40 ms RTT, 1-BDP drop-tail; newreno/reno
 # and vegas/vegas also on RED, non-gentle with weight 2^-9 as Linux RED can
-# be set), REPS repetitions of DURATION. Every netem run happens in ONE
-# user-mode Linux guest (`cclab vm`) unless this host's kernel has netem.
+# be set), REPS repetitions of DURATION. On a host whose kernel has no
+# netem, netem runs through the guest router (`cclab run --link netem`:
+# the qdiscs in a user-mode Linux guest, the QUIC endpoints and Linux's
+# reno, cubic and bbr on this host, the Linux algorithms only the guest's
+# kernel has, vegas, westwood and scalable, at both ends in the guest);
+# CCLAB_NETEM_ROUTER=vm runs the whole netem part in ONE `cclab vm` guest
+# instead (the old layout: every endpoint in the guest).
 #
 # Beside them, as references without the guest's one slow CPU:
 #  - each plugin case on `sim` (virtual time, the same link elements;
@@ -24,11 +29,10 @@
 # (tcp_vegas.c truncates its diff to an integer, so it holds while
 # 2 <= diff < 5) and both with the three transport controls ("linux").
 #
-# In the one-CPU user-mode Linux guest the QUIC endpoints, not the link,
-# limit a paced QUIC flow at 10 Mbit/s (every system call traps into the
-# guest kernel); the table gives the guest's CPU use per run, and sim and
-# emu show the plugins without that limit (docs/kernel-vs-plugin.md).
-# About 70 minutes here (netem 56, emu 12).
+# In the old layout the QUIC endpoints, not the link, limited a paced
+# QUIC flow at 10 Mbit/s (every system call trapped into the one-CPU
+# guest kernel); the table gives every run's host and guest CPU use, and
+# sim and emu show the plugins without the guest (docs/kernel-vs-plugin.md).
 #
 # Prints the tables (utilization, mean queueing delay, loss, mean cwnd in
 # packets, the goals: Vegas's queueing delay within 1 ms of tcp_vegas's,
@@ -170,6 +174,9 @@ mkdir -p "$OUT"
 SECONDS=0
 if $cclab link probe --json 2>/dev/null | grep -q '"netem": true'; then
     echo "kernel-vs-plugin: netem on this host" >&2
+    scripts/kernel-vs-plugin.sh --part netem
+elif [ "${CCLAB_NETEM_ROUTER:-}" != vm ]; then
+    echo "kernel-vs-plugin: netem through the guest router (the endpoints on this host, or in the guest for vegas, westwood, scalable)" >&2
     scripts/kernel-vs-plugin.sh --part netem
 else
     echo "kernel-vs-plugin: netem in one $KIND guest (cclab vm)" >&2
@@ -313,6 +320,9 @@ def load(backend, n):
         "rtt": f["rtt_ms"]["mean"] if f.get("rtt_ms") else None,
         "lost": f.get("retransmitted_packets") if tcp else f.get("lost_packets"),
         "busy": json.load(open(cpu))["busy"] * 100 if os.path.exists(cpu) else None,
+        # the guest router's CPU while the flows ran (absent in the old layout)
+        "gbusy": statistics.mean(r["guest_cpu_busy"] for r in rs) * 100
+        if all(r.get("guest_cpu_busy") is not None for r in rs) else None,
         "reps": len(rs),
     }
 
@@ -339,7 +349,7 @@ def table(title, rows, backend_p, backend_k, note, busy=False):
     hdr = "| case | utilization % plugin / Linux | queueing delay ms plugin / Linux | 2nd half ms plugin / Linux | loss % plugin / Linux | cwnd pkts plugin / Linux |"
     sep = "|---|---|---|---|---|---|"
     if busy:
-        hdr += " guest CPU busy % plugin / Linux |"
+        hdr += " CPU busy % host / guest: plugin; Linux |"
         sep += "---|"
     print(hdr + " goal |")
     print(sep + "---|")
@@ -352,20 +362,21 @@ def table(title, rows, backend_p, backend_k, note, busy=False):
                 f"| {g(p,'qd_late','.2f')} / {g(k,'qd_late','.2f')} "
                 f"| {g(p,'loss','.2f')} / {g(k,'loss','.2f')} | {g(p,'cwnd','.1f')} / {g(k,'cwnd','.1f')} |")
         if busy:
-            line += f" {g(p,'busy','.0f')} / {g(k,'busy','.0f')} |"
+            line += f" {g(p,'busy','.0f')} / {g(p,'gbusy','.0f')}; {g(k,'busy','.0f')} / {g(k,'gbusy','.0f')} |"
         print(line + f" {goal(plugin, p, k)} |")
     print(f"\n{note}")
 
 
 rows = [(f"{p} / tcp:{k}, drop-tail", p, name(p, "droptail"), name("tcp:" + k, "droptail")) for p, k in pairs]
 rows += [(f"{p} / tcp:{k}, RED", p, name(p, "red"), name("tcp:" + k, "red")) for p, k in red_pairs]
-kind = "kernel netem in the guest" if os.path.isdir(os.path.join(out, "netem")) else "kernel netem"
+kind = "kernel netem"
 table(f"**Plugin and Linux on {kind}** ({rate_s}, 40 ms, 1 BDP; {reps} x {duration_s}; means over repetitions)",
       rows, "netem", "netem",
       "Queueing delay and loss from tc's counters (backlog every 20 ms drained at the link rate; drops / packets); "
       "2nd half: the same queueing delay over the second half of each repetition. "
       "cwnd: QUIC bytes / max datagram size (1350, or the mtu), TCP snd_cwnd (segments of 1448 B), time-weighted. "
-      "Guest CPU busy: share of the guest's CPU time not idle over the run (all repetitions, setup included).", busy=True)
+      "CPU busy: host, the share of the machine's CPU time not idle over the run (all repetitions, setup included; "
+      "in the old layout, the guest's); guest, the guest router's CPU while the flows ran (— in the old layout).", busy=True)
 emu_rows = [r for r in rows if r[2] in emu_cases]
 if emu_rows and any(load("emu", r[2]) for r in emu_rows):
     table(f"**Plugin and Linux through the userspace emulator's IP mode on this host** (native CPU; same link)",

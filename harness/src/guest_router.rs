@@ -121,6 +121,11 @@ pub enum Request {
         seed: u64,
         /// The host ends' MAC addresses, by interface.
         host_macs: Vec<String>,
+        /// Also give the guest's own endpoints (Linux TCP flows whose
+        /// algorithm only the guest's kernel has) addresses behind the
+        /// router (one link only).
+        #[serde(default)]
+        guest_endpoints: bool,
     },
     /// Start sampling the link's qdiscs into these files of the job
     /// directory (one per link).
@@ -155,6 +160,9 @@ pub struct Hello {
     pub kernel: String,
     /// Interfaces the guest has (`vec0`...).
     pub interfaces: usize,
+    /// The guest kernel's TCP congestion controls.
+    #[serde(default)]
+    pub tcp: crate::scenario::tcp::KernelAlgorithms,
 }
 
 /// One endpoint of a link as the guest built it: what its host namespace
@@ -183,7 +191,23 @@ pub struct LinkReply {
     pub server_ips: Vec<Ipv4Addr>,
     /// Every command run in the guest, one line each.
     pub commands: Vec<String>,
+    /// Where the guest's own endpoints run (`guest_endpoints`): its
+    /// client and server namespaces (in the guest) and the server's
+    /// address.
+    #[serde(default)]
+    pub guest_place: Option<(String, String, Ipv4Addr)>,
 }
+
+/// The guest's own endpoints' addresses (`guest_endpoints`): a client
+/// beside the host's client, a server beside the host's server, on the
+/// same subnets, local addresses of the guest's forwarding namespaces.
+pub const GUEST_CLIENT_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 1, 3);
+/// See [`GUEST_CLIENT_IP`].
+pub const GUEST_SERVER_IP: Ipv4Addr = Ipv4Addr::new(10, 201, 2, 3);
+
+/// Where a guest endpoint's namespace is named in a [`Place`]: this
+/// prefix, then the guest's namespace.
+pub const GUEST_NS: &str = "guest:";
 
 #[derive(Debug, Serialize, Deserialize)]
 enum Reply {
@@ -367,6 +391,7 @@ impl GuestRouter {
         t0: Instant,
     ) -> Result<GuestRouter, GuestError> {
         let job = vm::new_job()?;
+        std::fs::create_dir_all(job.dir.join(crate::guest_exec::SPAWN_DIR))?;
         let (g_in_r, g_in_w) = pipe()?;
         let (g_out_r, g_out_w) = pipe()?;
         let bpf = job.dir.join("incoming-only.bpf");
@@ -453,6 +478,7 @@ impl GuestRouter {
                 caps: Caps::default(),
                 kernel: String::new(),
                 interfaces: 0,
+                tcp: Default::default(),
             },
             boot_s: 0.0,
         };
@@ -593,6 +619,28 @@ pub fn with_router<T>(
     f(slot.as_mut().expect("booted"))
 }
 
+/// The command that runs `bin` in guest namespace `ns` (a [`Place`]'s
+/// `guest:NAME`) through the guest router's spawner: `cclab guest-exec`,
+/// a stand-in whose output and exit status are the program's
+/// ([`crate::guest_exec`]). `None` when no guest router runs.
+pub fn exec_command(ns: &str, bin: &Path) -> Option<std::process::Command> {
+    let guest_ns = ns.strip_prefix(GUEST_NS)?;
+    let spawn = with_existing(|r| r.job_dir().join(crate::guest_exec::SPAWN_DIR))?;
+    // This process is cclab, or a test using the library: then the cclab
+    // beside the endpoint programs.
+    let exe = std::env::current_exe()
+        .ok()
+        .filter(|e| e.file_name().is_some_and(|n| n == "cclab"))
+        .or_else(|| bin.parent().map(|d| d.join("cclab")))?;
+    let mut c = std::process::Command::new(exe);
+    c.arg("guest-exec")
+        .arg("--dir")
+        .arg(spawn)
+        .args(["--ns", guest_ns, "--"])
+        .arg(bin);
+    Some(c)
+}
+
 /// Runs `f` with the process's guest router if one runs (never boots
 /// one).
 fn with_existing<T>(f: impl FnOnce(&mut GuestRouter) -> T) -> Option<T> {
@@ -635,8 +683,27 @@ pub struct GuestLink {
 
 /// Builds `sc`'s link (one link, or its paths) for the repetition with
 /// `seed` in the guest router, with host namespaces for the endpoints.
-pub fn setup(sc: &Scenario, seed: u64, verbose: bool) -> Result<GuestLink, GuestError> {
+pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<GuestLink, GuestError> {
     let nflows = sc.flow_routes().len();
+    // Linux TCP flows whose algorithm this host's kernel lacks run in the
+    // guest.
+    let host = crate::scenario::tcp::this_kernel();
+    let in_guest: Vec<Option<String>> = sc
+        .rep_flows(seed)
+        .iter()
+        .map(|(_, f)| f.tcp_cc().filter(|n| !host.has(n)).map(str::to_string))
+        .collect();
+    let guest_endpoints = in_guest.iter().any(Option::is_some);
+    if guest_endpoints {
+        let cwd = std::env::current_dir()?;
+        if !vm::guest_can_write(dir, &cwd, &[]) {
+            return Err(GuestError::Agent(format!(
+                "a Linux TCP flow here runs in the guest, which writes its records only under {}, /tmp and /var/tmp, not {}: choose an --out there",
+                cwd.display(),
+                dir.display()
+            )));
+        }
+    }
     let paths = sc.has_paths();
     let interfaces = if paths { 2 * nflows } else { 2 };
     let scenario = toml::to_string(&sc.to_toml())
@@ -645,6 +712,16 @@ pub fn setup(sc: &Scenario, seed: u64, verbose: bool) -> Result<GuestLink, Guest
         // Refused before any process starts: what this guest's kernel
         // lacks.
         let topo = sc.topology();
+        for (i, name) in in_guest.iter().enumerate() {
+            if let Some(name) = name.as_deref().filter(|n| !r.hello.tcp.has(n)) {
+                return Err(GuestError::Agent(format!(
+                    "flow {i} (`tcp:{name}`): neither this host's kernel ({}) nor the guest's ({}) has the TCP congestion control `{name}`; the guest's {}",
+                    host.release,
+                    r.hello.kernel,
+                    r.hello.tcp.listing()
+                )));
+            }
+        }
         for l in &topo.links {
             crate::netem::check_link(&l.spec, &r.hello.caps, true).map_err(|e| {
                 GuestError::Link {
@@ -661,6 +738,7 @@ pub fn setup(sc: &Scenario, seed: u64, verbose: bool) -> Result<GuestLink, Guest
                 scenario,
                 seed,
                 host_macs: r.host_macs[..interfaces].to_vec(),
+                guest_endpoints,
             })?
         };
         let reply: LinkReply =
@@ -681,6 +759,19 @@ pub fn setup(sc: &Scenario, seed: u64, verbose: bool) -> Result<GuestLink, Guest
         if let Err(e) = built {
             link.remove_with(r);
             return Err(e);
+        }
+        if let Some((c, s, ip)) = &reply.guest_place {
+            for (i, name) in in_guest.iter().enumerate() {
+                let Some(name) = name else { continue };
+                link.commands.push(format!(
+                    "# flow {i} (tcp:{name}, which this host's kernel lacks): both endpoints in the guest, namespaces {c} and {s}, server {ip}"
+                ));
+                link.places[i] = Place {
+                    client_ns: format!("{GUEST_NS}{c}"),
+                    server_ns: format!("{GUEST_NS}{s}"),
+                    server_ip: *ip,
+                };
+            }
         }
         Ok(link)
     })
@@ -909,6 +1000,7 @@ pub fn agent(tty: &Path) -> anyhow::Result<()> {
         caps,
         kernel,
         interfaces,
+        tcp: crate::scenario::tcp::this_kernel(),
     };
     let send = |out: &mut std::fs::File, r: Reply| -> std::io::Result<()> {
         let mut s = serde_json::to_string(&r).map_err(std::io::Error::from)?;
@@ -916,6 +1008,16 @@ pub fn agent(tty: &Path) -> anyhow::Result<()> {
         out.write_all(s.as_bytes())?;
         out.flush()
     };
+    let spawning = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = spawning.clone();
+        std::thread::spawn(move || {
+            crate::guest_exec::spawner(
+                Path::new("/run/job").join(crate::guest_exec::SPAWN_DIR),
+                stop,
+            )
+        });
+    }
     send(&mut out, Reply::Ok(serde_json::to_value(&hello)?))?;
     let mut built: Option<(Built, Vec<(String, String)>)> = None;
     let mut sampler: Option<crate::netem::Sampler> = None;
@@ -944,6 +1046,7 @@ pub fn agent(tty: &Path) -> anyhow::Result<()> {
             },
         )?;
     }
+    spawning.store(true, std::sync::atomic::Ordering::Relaxed);
     if let Some(s) = sampler.take() {
         let _ = s.stop();
     }
@@ -979,6 +1082,7 @@ fn handle(
             scenario,
             seed,
             host_macs,
+            guest_endpoints,
         } => {
             if let Some(s) = sampler.take() {
                 s.stop()?;
@@ -1045,6 +1149,17 @@ fn handle(
                     }
                 }
             }
+            let mut guest_place = None;
+            if result.is_ok() && guest_endpoints {
+                result = match &b {
+                    Built::One(n) => guest_addresses(&n.topology, &mut commands).map(|p| {
+                        guest_place = Some(p);
+                    }),
+                    Built::Paths(_) => Err(anyhow::anyhow!(
+                        "Linux TCP flows whose algorithm only the guest's kernel has run on one link only, not on several links or per-flow paths"
+                    )),
+                };
+            }
             if let Err(e) = result {
                 teardown(b, &moved);
                 return Err(e);
@@ -1054,6 +1169,7 @@ fn handle(
                 endpoints,
                 server_ips,
                 commands,
+                guest_place,
             })?)
         }
         Request::SampleStart { files, interval_ms } => {
@@ -1198,6 +1314,59 @@ fn graft(
     })
 }
 
+/// Gives the forwarding namespaces of a single link addresses of their
+/// own ([`GUEST_CLIENT_IP`], [`GUEST_SERVER_IP`]) for endpoints run in
+/// the guest, and the router permanent neighbour entries for them: their
+/// packets leave through the same qdiscs as the host's (netem on the
+/// forwarder's veth, the shaper on the router's).
+fn guest_addresses(
+    t: &netns::Topology,
+    commands: &mut Vec<String>,
+) -> anyhow::Result<(String, String, Ipv4Addr)> {
+    let mut run = |args: &[&str]| -> anyhow::Result<()> {
+        commands.push(format!("ip {}", args.join(" ")));
+        netns::run("ip", args)?;
+        Ok(())
+    };
+    for (ns, dev, rdev, ip, gw) in [
+        (
+            &t.client,
+            netns::CLIENT_DEV,
+            netns::ROUTER_CLIENT_DEV,
+            GUEST_CLIENT_IP,
+            netns::ROUTER_CLIENT_IP,
+        ),
+        (
+            &t.server,
+            netns::SERVER_DEV,
+            netns::ROUTER_SERVER_DEV,
+            GUEST_SERVER_IP,
+            netns::ROUTER_SERVER_IP,
+        ),
+    ] {
+        let (ip, gw) = (ip.to_string(), gw.to_string());
+        run(&["-n", ns, "addr", "add", &format!("{ip}/32"), "dev", "lo"])?;
+        run(&[
+            "-n", ns, "route", "replace", "default", "via", &gw, "dev", dev, "src", &ip,
+        ])?;
+        let mac = netns::mac_address(ns, dev)?;
+        run(&[
+            "-n",
+            &t.router,
+            "neigh",
+            "replace",
+            &ip,
+            "lladdr",
+            &mac,
+            "dev",
+            rdev,
+            "nud",
+            "permanent",
+        ])?;
+    }
+    Ok((t.client.clone(), t.server.clone(), GUEST_SERVER_IP))
+}
+
 /// Moves the vector interfaces back to the guest's root namespace, then
 /// removes the link.
 fn teardown(b: Built, moved: &[(String, String)]) {
@@ -1254,6 +1423,7 @@ mod tests {
             scenario: "name = \"x\"\n".into(),
             seed: 7,
             host_macs: vec!["02:00:00:00:00:01".into()],
+            guest_endpoints: false,
         };
         let s = serde_json::to_string(&r).unwrap();
         assert!(!s.contains('\n'), "{s}");

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod cross;
 pub mod emu;
 mod files;
+pub mod guest_exec;
 pub mod guest_router;
 pub mod netem;
 pub mod netem_paths;

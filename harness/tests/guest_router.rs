@@ -224,3 +224,101 @@ fn nothing_is_left_after_a_run_or_after_ctrl_c() {
     assert!(leftover.is_empty(), "job directories left: {leftover:?}");
     let _ = Path::new(&dir);
 }
+
+#[test]
+#[ignore = "needs root and boots a guest: run by scripts/test-netem.sh (make test)"]
+fn a_linux_algorithm_only_the_guest_has_runs_its_endpoints_in_the_guest() {
+    require_guest_router();
+    let host = harness::scenario::tcp::this_kernel();
+    if host.has("vegas") {
+        // Not this project's machines: nothing to put in the guest.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: this host's kernel has tcp_vegas, so its endpoints stay on the host"
+        );
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("r");
+    let s = common::cclab_run(
+        &[
+            "--link",
+            "netem",
+            "--cc",
+            "tcp:vegas",
+            "--cc",
+            "cubic",
+            "--duration",
+            "6s",
+            "--rate",
+            "10mbit",
+            "--rtt",
+            "40ms",
+            "--queue",
+            "1bdp",
+            "--qlog-level",
+            "metrics",
+        ],
+        &dir,
+    );
+    let (vegas, quic) = (&s["flows"][0], &s["flows"][1]);
+    assert_eq!(vegas["completed"], 1, "{vegas}");
+    assert_eq!(quic["completed"], 1, "{quic}");
+    let g = vegas["goodput_bps"].as_f64().unwrap() + quic["goodput_bps"].as_f64().unwrap();
+    assert!(g > 6e6 && g < 10e6, "the two flows' goodput {g}");
+    let rtt = vegas["rtt_ms"]["min"].as_f64().unwrap();
+    assert!(
+        (39.0..50.0).contains(&rtt),
+        "tcp:vegas's smallest RTT {rtt}"
+    );
+    let cmds = std::fs::read_to_string(dir.join("rep-1/netns-commands.txt")).unwrap();
+    assert!(
+        cmds.contains("# flow 0 (tcp:vegas") && !cmds.contains("# flow 1"),
+        "{cmds}"
+    );
+    // The guest's TCP said which algorithm it ran.
+    let rec = std::fs::read_to_string(dir.join("rep-1/flow-0/tcp-client.jsonl"))
+        .or_else(|_| std::fs::read_to_string(dir.join("rep-1/servers/0/tcp-server.jsonl")))
+        .unwrap();
+    assert!(
+        rec.contains("\"socket_cc\":\"vegas\""),
+        "{}",
+        &rec[..rec.len().min(400)]
+    );
+    assert!(
+        rec.contains("\"kernel\":\"6.1"),
+        "the sender ran on the guest's kernel: {}",
+        &rec[..rec.len().min(400)]
+    );
+}
+
+#[test]
+#[ignore = "needs root: run by scripts/test-netem.sh (make test)"]
+fn a_guest_only_linux_algorithm_elsewhere_is_refused_naming_the_guest_router() {
+    require_guest_router();
+    if harness::scenario::tcp::this_kernel().has("vegas") {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let o = cclab()
+        .args([
+            "run",
+            "--link",
+            "emu",
+            "--emu-mode",
+            "ip",
+            "--cc",
+            "tcp:vegas",
+        ])
+        .args(["--duration", "2s", "--quiet", "--out"])
+        .arg(out.path().join("r"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("vegas") && err.contains("--link netem"),
+        "{err}"
+    );
+}

@@ -187,6 +187,16 @@ impl<'a> Endpoints<'a> {
 
     fn command(&self, ns: Option<&str>, bin: &Path) -> Command {
         match ns {
+            // An endpoint in the guest router (a Linux TCP algorithm only
+            // the guest's kernel has).
+            Some(ns) if ns.starts_with(crate::guest_router::GUEST_NS) => {
+                crate::guest_router::exec_command(ns, bin).unwrap_or_else(|| {
+                    // No guest router runs: a command that fails saying so.
+                    let mut c = Command::new("sh");
+                    c.args(["-c", "echo 'the guest router has stopped' >&2; exit 1"]);
+                    c
+                })
+            }
             Some(ns) => crate::netns::Topology::command(ns, bin),
             None => Command::new(bin),
         }

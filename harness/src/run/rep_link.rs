@@ -70,6 +70,20 @@ impl PreparedLink {
         let mut spec = sc.link.clone();
         spec.seed = seed;
         let (mut netem, mut paths, mut tun, mut guest) = (None, None, None, None);
+        let guest_router = cfg.backend == Backend::Netem && crate::guest_router::wanted();
+        if !guest_router {
+            // A Linux TCP algorithm only the user-mode Linux guest has
+            // (the scenario accepts it as root) runs in the guest router.
+            let host = crate::scenario::tcp::this_kernel();
+            for (i, (_, f)) in sc.rep_flows(seed).iter().enumerate() {
+                if let Some(name) = f.tcp_cc().filter(|n| !host.has(n)) {
+                    return Err(RunError::Unsupported(format!(
+                        "flow {i} (`{}`): this host's kernel ({}) has no TCP congestion control `{name}`; the user-mode Linux guest's has, and runs such a flow's endpoints on a netem link: --link netem on a host without netem (CCLAB_NETEM_ROUTER=guest on one with), or --vm --link netem",
+                        f.cc, host.release
+                    )));
+                }
+            }
+        }
         if cfg.backend == Backend::Emu && cfg.emu_mode == EmuMode::Ip {
             let t = TunNet::create(sc.rep_flows(seed).len())?;
             // Every `ip` command that built it, one per line.
@@ -77,8 +91,8 @@ impl PreparedLink {
             std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
             tun = Some(t);
         }
-        if cfg.backend == Backend::Netem && crate::guest_router::wanted() {
-            let g = crate::guest_router::setup(sc, seed, !cfg.quiet)?;
+        if guest_router {
+            let g = crate::guest_router::setup(sc, seed, dir, !cfg.quiet)?;
             // Every command that built it, host and guest, one per line.
             let lines: Vec<String> = g.commands.iter().map(|c| c.clone() + "\n").collect();
             std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;

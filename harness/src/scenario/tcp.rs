@@ -45,7 +45,7 @@ pub fn tcp_name(cc: &str) -> Option<&str> {
 }
 
 /// The TCP congestion controls of a kernel.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KernelAlgorithms {
     /// `uname -r`.
     pub release: String,
@@ -150,8 +150,9 @@ fn is_root() -> bool {
 
 /// Whether `tcp:NAME` can run here, for the scenario's `cc` field: the
 /// name's form, and this kernel having it (now, or as a module when
-/// root); the error lists what this kernel has and, when the guest of
-/// `--vm` has it, says to use that.
+/// root), or, as root, the user-mode Linux guest having it (the guest
+/// router runs such a flow's endpoints in the guest); the error lists
+/// what this kernel has and, when the guest has it, says how to use it.
 pub fn check_name(spec: &str, name: &str) -> Result<(), String> {
     let ok_form = !name.is_empty()
         && name.len() <= 15
@@ -187,11 +188,16 @@ pub fn check_name(spec: &str, name: &str) -> Result<(), String> {
             ))
         };
     }
+    // The guest router's kernel has it: its endpoints run in the guest
+    // on a netem link (checked again when the run knows its backend).
+    if is_root() && uml_guest().is_some_and(|g| g.release != k.release && g.has(name)) {
+        return Ok(());
+    }
     let guest = uml_guest()
         .filter(|g| g.release != k.release && g.has(name))
         .map(|g| {
             format!(
-                "; the guest kernel of --vm (user-mode Linux {}) has it: run with --vm --link netem",
+                "; the user-mode Linux guest ({}) has it: as root, run it with --link netem (its endpoints then run in the guest router) or with --vm --link netem",
                 g.release
             )
         })

@@ -75,6 +75,20 @@ enum Cmd {
     /// Remove namespaces (with their veths, qdiscs and processes) left by
     /// runs that were killed.
     Cleanup(cleanup::CleanupArgs),
+    /// On the host: run a program in a namespace of the guest router and
+    /// stand in for it (its output, its exit status).
+    #[command(hide = true)]
+    GuestExec {
+        /// The guest router's spawn directory.
+        #[arg(long)]
+        dir: std::path::PathBuf,
+        /// The guest namespace.
+        #[arg(long)]
+        ns: String,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
     /// Inside the guest router: answer the host's requests on a console.
     #[command(hide = true)]
     GuestAgent {
@@ -105,6 +119,7 @@ fn main() {
         Cmd::Vm(a) => vm::vm(a),
         Cmd::Cleanup(a) => cleanup::cleanup(&a),
         Cmd::GuestAgent { tty } => harness::guest_router::agent(&tty).map(|()| 0),
+        Cmd::GuestExec { dir, ns, cmd } => harness::guest_exec::stand_in(&dir, &ns, &cmd),
     };
     // A guest router booted for netem links ends with the command.
     harness::guest_router::shutdown();
