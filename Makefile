@@ -149,11 +149,12 @@ compare-revisions: bootstrap
 	./scripts/compare-revisions.sh $(REV)
 
 # One QUIC flow on kernel netem (20 Mbit/s, 40 ms, 1 BDP drop-tail, CUBIC,
-# 10 s), in a user-mode Linux guest when this host's kernel has no netem;
-# writes results/cli-<time>/ like any run.
+# 10 s), through the guest router (netem in a user-mode Linux guest, the
+# endpoints on this host) when this host's kernel has no netem; writes
+# results/cli-<time>/ like any run.
 netem-run: bootstrap
 	$(CARGO) build --release -p harness -p quic-server -p quic-client
-	./target/release/cclab run --vm --link netem --cc cubic --rate 20mbit --rtt 40ms --queue 1bdp --duration 10s
+	./target/release/cclab run --link netem --cc cubic --rate 20mbit --rtt 40ms --queue 1bdp --duration 10s
 
 # Kernel netem (in a guest when this host has none) against our emulator:
 # UDP probe rate and delay, the rates the guest can be trusted at, and QUIC

@@ -400,8 +400,8 @@ for label, plugin, pn, kn in rows:
 print("\nQueueing delay for both from the bottleneck samples (backlog drained at the link rate, weighted by packets sent); "
       "loss: sim in bytes, netem in packets.")
 if controls:
-    print(f"\n**Controls** (one QUIC-side mechanism changed; drop-tail; netem in the guest and sim)\n")
-    print("| plugin | control | utilization % netem / sim | queueing delay ms netem / sim | 2nd half ms netem / sim | loss % netem / sim | cwnd pkts netem / sim | guest CPU busy % |")
+    print(f"\n**Controls** (one QUIC-side mechanism changed; drop-tail; netem and sim)\n")
+    print("| plugin | control | utilization % netem / sim | queueing delay ms netem / sim | 2nd half ms netem / sim | loss % netem / sim | cwnd pkts netem / sim | CPU busy % host / guest (netem) |")
     print("|---|---|---|---|---|---|---|---|")
     what = {"": "none (as above)", "ack": "ack_policy rfc9000", "nopace": "pacing off", "mtu": "mtu 1472",
             "all": "rfc9000 + pacing off + mtu 1472", "linuxss": "linux_slow_start=1",
@@ -417,10 +417,10 @@ if controls:
             g = lambda r, key, spec: fmt(r[key] if r else None, spec)
             print(f"| {cc} | {what[ctl]} | {g(a,'util','.1f')} / {g(s,'util','.1f')} | {g(a,'qd','.2f')} / {g(s,'qd','.2f')} "
                   f"| {g(a,'qd_late','.2f')} / {g(s,'qd_late','.2f')} "
-                  f"| {g(a,'loss','.2f')} / {g(s,'loss','.2f')} | {g(a,'cwnd','.1f')} / {g(s,'cwnd','.1f')} | {g(a,'busy','.0f')} |")
+                  f"| {g(a,'loss','.2f')} / {g(s,'loss','.2f')} | {g(a,'cwnd','.1f')} / {g(s,'cwnd','.1f')} | {g(a,'busy','.0f')} / {g(a,'gbusy','.0f')} |")
         k = load("netem", name("tcp:" + dict(pairs)[cc], "droptail"))
         if k:
-            print(f"| tcp:{dict(pairs)[cc]} | (Linux) | {k['util']:.1f} | {k['qd']:.2f} | {fmt(k['qd_late'],'.2f')} | {k['loss']:.2f} | {fmt(k['cwnd'],'.1f')} | {fmt(k['busy'],'.0f')} |")
+            print(f"| tcp:{dict(pairs)[cc]} | (Linux) | {k['util']:.1f} | {k['qd']:.2f} | {fmt(k['qd_late'],'.2f')} | {k['loss']:.2f} | {fmt(k['cwnd'],'.1f')} | {fmt(k['busy'],'.0f')} / {fmt(k['gbusy'],'.0f')} |")
 
 
 # ---- figures: small SVG writer (no plotting library needed) ----
