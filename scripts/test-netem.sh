@@ -4,10 +4,11 @@
 # harness/tests/guest_router.rs), run where a kernel has netem: on this
 # host if it does; else in the layout `cclab run --link netem` uses here,
 # the user-mode Linux guest as the router and the endpoints on the host
-# (every test that goes through `cclab run`), and inside a guest (`cclab
-# vm`) for the tests that build a link in-process and for Linux's DCTCP,
-# which this host's kernel lacks. `cclab vm` and the guest router install
-# user-mode-linux and kmod when missing.
+# (every test that goes through `cclab run`; Linux TCP algorithms this
+# host's kernel lacks, such as dctcp, run their ends in the guest), and
+# inside a guest (`cclab vm`) for the tests that build a link in-process.
+# `cclab vm` and the guest router install user-mode-linux and kmod when
+# missing.
 #
 # In the guest, the first check is that sch_netem is loaded (with
 # modprobe's own error when it is not): a missing module is a failure with
@@ -46,7 +47,7 @@ run_tests='for t in "$@"; do echo "test-netem: $(basename "$t")"; case $t in *ke
 # guest router), and those that build links in-process (in a guest).
 cli_tests=(a_quic_flow_runs_end_to_end_on_netem flows_take_their_own_paths_through_a_chain_of_kernel_links a_quic_senders_losses_are_the_bottlenecks_drops ecn_marks_on_kernel_links)
 skip_cli=()
-for t in "${cli_tests[@]::3}"; do skip_cli+=(--skip "$t"); done
+for t in "${cli_tests[@]}"; do skip_cli+=(--skip "$t"); done
 
 if "$cclab" link probe --json 2>/dev/null | grep -q '"netem": true'; then
     echo "test-netem: this kernel has netem: running on the host" >&2
@@ -90,8 +91,7 @@ left=$("$cclab" cleanup --json 2>/dev/null | python3 -c 'import json,sys; print(
 echo "test-netem: the guest router's tests passed in ${SECONDS} s" >&2
 
 # 2. Inside a guest: the links built in-process (their rates, delays,
-# losses, AQMs, GSO trains), Linux's DCTCP, the netem case of
-# kernel_links.
+# losses, AQMs, GSO trains) and the netem case of kernel_links.
 run_tests='for t in "$@"; do echo "test-netem: $(basename "$t")"; case $t in *kernel_links*) f=(netem_) ;; *netem_kernel*) f=('"${skip_cli[*]}"') ;; *) continue ;; esac; "$t" --include-ignored --test-threads=1 -q "${f[@]}"; done; '"$cclab"' cleanup'
 SECONDS=0
 set +e

@@ -40,15 +40,6 @@ struct Spawn {
     argv: Vec<String>,
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let part = PathBuf::from(format!("{}.part", path.display()));
-    let mut f = std::fs::File::create(&part)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&part, path)
-}
-
 /// The stand-in on the host: starts `argv` in guest namespace `ns`
 /// through the spawner watching `dir`, relays its output, and returns its
 /// exit status.
@@ -66,7 +57,7 @@ pub fn stand_in(dir: &Path, ns: &str, argv: &[String]) -> anyhow::Result<i32> {
         ns: ns.to_string(),
         argv: argv.to_vec(),
     })?;
-    write_atomic(&file("req"), &req)?;
+    crate::files::write_synced_atomic(&file("req"), &req)?;
     let (mut out_at, mut err_at) = (0u64, 0u64);
     let t0 = Instant::now();
     let mut killed: Option<Instant> = None;
@@ -92,7 +83,7 @@ pub fn stand_in(dir: &Path, ns: &str, argv: &[String]) -> anyhow::Result<i32> {
             break rc.trim().parse().unwrap_or(1);
         }
         if stop.load(Ordering::Relaxed) && killed.is_none() {
-            write_atomic(&file("kill"), b"TERM")?;
+            crate::files::write_synced_atomic(&file("kill"), b"TERM")?;
             killed = Some(Instant::now());
         }
         if killed.is_some_and(|k| k.elapsed() > Duration::from_secs(15)) {
@@ -153,7 +144,8 @@ pub fn spawner(dir: PathBuf, stop: Arc<AtomicBool>) {
                 }
                 let pid = start(&dir, id).unwrap_or_else(|e| {
                     let _ = std::fs::write(dir.join(format!("{id}.err")), format!("{e:#}\n"));
-                    let _ = write_atomic(&dir.join(format!("{id}.rc")), b"127");
+                    let _ =
+                        crate::files::write_synced_atomic(&dir.join(format!("{id}.rc")), b"127");
                     0
                 });
                 seen.insert(id.to_string(), pid);
@@ -210,7 +202,7 @@ fn start(dir: &Path, id: &str) -> anyhow::Result<i32> {
             }),
             Err(_) => 1,
         };
-        let _ = write_atomic(&rc, code.to_string().as_bytes());
+        let _ = crate::files::write_synced_atomic(&rc, code.to_string().as_bytes());
     });
     Ok(pid)
 }

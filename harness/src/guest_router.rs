@@ -231,8 +231,6 @@ pub struct GuestRouter {
     host_macs: Vec<String>,
     /// The guest kernel's qdiscs and version.
     pub hello: Hello,
-    /// Seconds from start to greeting.
-    pub boot_s: f64,
 }
 
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
@@ -311,6 +309,14 @@ impl Drop for RcvBuf {
 
 fn ip(args: &[&str]) -> Result<String, NetnsError> {
     netns::run("ip", args)
+}
+
+/// Runs `ip ARGS` and records it in `commands` (the run's
+/// `netns-commands.txt`).
+fn recorded_ip(commands: &mut Vec<String>, args: &[&str]) -> Result<(), NetnsError> {
+    ip(args)?;
+    commands.push(format!("ip {}", args.join(" ")));
+    Ok(())
 }
 
 impl GuestRouter {
@@ -480,7 +486,6 @@ impl GuestRouter {
                 interfaces: 0,
                 tcp: Default::default(),
             },
-            boot_s: 0.0,
         };
         let hello = r.receive(BOOT_TIMEOUT)?;
         r.hello = serde_json::from_value(hello)
@@ -491,11 +496,11 @@ impl GuestRouter {
                 r.hello.interfaces
             )));
         }
-        r.boot_s = t0.elapsed().as_secs_f64();
         if verbose {
             eprintln!(
                 "cclab: guest router up in {:.1} s (kernel {}, {interfaces} interfaces)",
-                r.boot_s, r.hello.kernel
+                t0.elapsed().as_secs_f64(),
+                r.hello.kernel
             );
         }
         Ok(r)
@@ -503,15 +508,10 @@ impl GuestRouter {
 
     /// The last lines of the guest's console and agent log.
     fn last_words(&self) -> String {
-        let tail = |p: &Path| {
-            let t = std::fs::read_to_string(p).unwrap_or_default();
-            let v: Vec<&str> = t.lines().collect();
-            v[v.len().saturating_sub(15)..].join("\n")
-        };
         format!(
             "console:\n{}\nagent:\n{}",
-            tail(&self.console),
-            tail(&self.job.dir.join("agent.log"))
+            vm::tail(&self.console, 15),
+            vm::tail(&self.job.dir.join("agent.log"), 15)
         )
     }
 
@@ -585,12 +585,15 @@ impl GuestRouter {
 /// Whether netem links run in the guest router: `CCLAB_NETEM_ROUTER` =
 /// `guest` or `host` decides; otherwise (`auto`) the guest when this is
 /// not itself a guest and the host's kernel has no netem.
+/// Decided once per process: the host's kernel does not change under a
+/// run, and [`crate::netem::probe`] builds a scratch namespace each time.
 pub fn wanted() -> bool {
-    match std::env::var("CCLAB_NETEM_ROUTER").as_deref() {
+    static WANTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WANTED.get_or_init(|| match std::env::var("CCLAB_NETEM_ROUTER").as_deref() {
         Ok("guest") => true,
         Ok("host") => false,
         _ => std::env::var_os("CCLAB_IN_VM").is_none() && !crate::netem::probe().netem,
-    }
+    })
 }
 
 /// The process's guest router, booted on first use.
@@ -657,13 +660,6 @@ pub fn shutdown() {
     }
 }
 
-/// The guest kernel's qdiscs and version (booting the guest if needed).
-pub fn guest_caps(verbose: bool) -> Result<(Caps, String), GuestError> {
-    with_router(0, verbose, |r| {
-        Ok((r.hello.caps.clone(), r.hello.kernel.clone()))
-    })
-}
-
 /// One repetition's link built in the guest, with its host endpoint
 /// namespaces; removed on drop.
 pub struct GuestLink {
@@ -676,8 +672,6 @@ pub struct GuestLink {
     host: Vec<(String, usize, String)>,
     /// Links sampled (one per link of the topology).
     links: usize,
-    /// The guest's wire namespace on the host.
-    wire_ns: String,
     removed: bool,
 }
 
@@ -705,6 +699,11 @@ pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<Gues
         }
     }
     let paths = sc.has_paths();
+    if paths && guest_endpoints {
+        return Err(GuestError::Agent(
+            "Linux TCP flows whose algorithm only the guest's kernel has run on one link only, not on several links or per-flow paths".into(),
+        ));
+    }
     let interfaces = if paths { 2 * nflows } else { 2 };
     let scenario = toml::to_string(&sc.to_toml())
         .map_err(|e| GuestError::Agent(format!("the scenario as TOML: {e}")))?;
@@ -752,7 +751,6 @@ pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<Gues
                 .collect(),
             host: Vec::new(),
             links: topo.links.len(),
-            wire_ns: r.wire_ns.clone(),
             removed: false,
         };
         let built = link.build_host(r, &reply, nflows, paths);
@@ -795,51 +793,34 @@ impl GuestLink {
             };
             netns::validate_name(&ns)?;
             netns::validate_name(&e.dev)?;
-            let mut run = |args: Vec<String>| -> Result<(), GuestError> {
-                let a: Vec<&str> = args.iter().map(String::as_str).collect();
-                ip(&a)?;
-                self.commands.push(format!("ip {}", args.join(" ")));
-                Ok(())
-            };
-            let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-            run(s(&["netns", "add", &ns]))?;
+            let cmds = &mut self.commands;
+            recorded_ip(cmds, &["netns", "add", &ns])?;
             self.host.push((ns.clone(), k, e.dev.clone()));
-            run(s(&["-n", &ns, "link", "set", "lo", "up"]))?;
-            let h = format!("h{k}");
-            run(s(&["-n", &r.wire_ns, "link", "set", &h, "netns", &ns]))?;
-            run(s(&["-n", &ns, "link", "set", &h, "name", &e.dev]))?;
-            run(s(&[
-                "-n",
-                &ns,
-                "addr",
-                "add",
-                &format!("{}/{}", e.ip, e.prefix),
-                "dev",
-                &e.dev,
-            ]))?;
-            run(s(&["-n", &ns, "link", "set", &e.dev, "up"]))?;
-            run(s(&[
-                "-n",
-                &ns,
-                "neigh",
-                "replace",
-                &e.gateway.to_string(),
-                "lladdr",
-                &e.gateway_mac,
-                "dev",
-                &e.dev,
-                "nud",
-                "permanent",
-            ]))?;
-            run(s(&[
-                "-n",
-                &ns,
-                "route",
-                "add",
-                "default",
-                "via",
-                &e.gateway.to_string(),
-            ]))?;
+            let cmds = &mut self.commands;
+            let (h, gw) = (format!("h{k}"), e.gateway.to_string());
+            recorded_ip(cmds, &["-n", &ns, "link", "set", "lo", "up"])?;
+            recorded_ip(cmds, &["-n", &r.wire_ns, "link", "set", &h, "netns", &ns])?;
+            recorded_ip(cmds, &["-n", &ns, "link", "set", &h, "name", &e.dev])?;
+            let cidr = format!("{}/{}", e.ip, e.prefix);
+            recorded_ip(cmds, &["-n", &ns, "addr", "add", &cidr, "dev", &e.dev])?;
+            recorded_ip(cmds, &["-n", &ns, "link", "set", &e.dev, "up"])?;
+            recorded_ip(
+                cmds,
+                &[
+                    "-n",
+                    &ns,
+                    "neigh",
+                    "replace",
+                    &gw,
+                    "lladdr",
+                    &e.gateway_mac,
+                    "dev",
+                    &e.dev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
+            recorded_ip(cmds, &["-n", &ns, "route", "add", "default", "via", &gw])?;
             names.push(ns);
         }
         self.places = (0..nflows)
@@ -915,21 +896,21 @@ impl GuestLink {
     /// lost outside the qdiscs, if anywhere.
     pub fn record_counters(&self, path: &Path) -> Result<(), GuestError> {
         let script = "for n in $(ip netns list | cut -d' ' -f1); do echo \"== $n\"; ip -n $n -s -s link; done; echo '== softnet_stat'; cat /proc/net/softnet_stat";
-        let v = with_existing(|r| {
-            r.call(&Request::Exec {
+        let (v, wire_ns) = with_existing(|r| {
+            let v = r.call(&Request::Exec {
                 argv: vec!["sh".into(), "-c".into(), script.into()],
-            })
+            });
+            (v, r.wire_ns.clone())
         })
-        .unwrap_or_else(|| Err(GuestError::Agent("the guest router has stopped".into())))?;
-        let host = netns::run("ip", &["-n", &self.wire_ns, "-s", "-s", "link"]).unwrap_or_default();
+        .ok_or_else(|| GuestError::Agent("the guest router has stopped".into()))?;
+        let host = netns::run("ip", &["-n", &wire_ns, "-s", "-s", "link"]).unwrap_or_default();
         let text = format!(
-            "{}\n== host: {} (the guest's side of each interface)\n{host}",
-            v.get("stdout").and_then(|s| s.as_str()).unwrap_or_default(),
-            self.wire_ns
+            "{}\n== host: {wire_ns} (the guest's side of each interface)\n{host}",
+            v?.get("stdout")
+                .and_then(|s| s.as_str())
+                .unwrap_or_default(),
         );
-        let part = path.with_extension("txt.part");
-        std::fs::write(&part, text)?;
-        std::fs::rename(&part, path)?;
+        crate::files::write_synced_atomic(path, text.as_bytes())?;
         Ok(())
     }
 
@@ -1156,7 +1137,7 @@ fn handle(
                         guest_place = Some(p);
                     }),
                     Built::Paths(_) => Err(anyhow::anyhow!(
-                        "Linux TCP flows whose algorithm only the guest's kernel has run on one link only, not on several links or per-flow paths"
+                        "guest endpoints on several links (refused by the host first)"
                     )),
                 };
             }
@@ -1239,11 +1220,7 @@ fn graft(
     let routes = netns::run("ip", &["-n", ns, "-j", "route", "show", "default"])?;
     let gateway = parse_gateway(&routes)
         .ok_or_else(|| anyhow::anyhow!("no default route in {ns}: {routes}"))?;
-    let mut run = |args: &[&str]| -> anyhow::Result<()> {
-        commands.push(format!("ip {}", args.join(" ")));
-        netns::run("ip", args)?;
-        Ok(())
-    };
+    let mut run = |args: &[&str]| recorded_ip(commands, args);
     let cidr = format!("{ip}/{prefix}");
     run(&["link", "set", &vec, "netns", ns])?;
     run(&["-n", ns, "addr", "del", &cidr, "dev", dev])?;
@@ -1290,20 +1267,14 @@ fn graft(
         "nud",
         "permanent",
     ])?;
-    commands.push(format!(
-        "ip netns exec {ns} sysctl -qw net.ipv4.ip_forward=1"
-    ));
-    netns::run(
-        "ip",
-        &[
-            "netns",
-            "exec",
-            ns,
-            "sysctl",
-            "-qw",
-            "net.ipv4.ip_forward=1",
-        ],
-    )?;
+    run(&[
+        "netns",
+        "exec",
+        ns,
+        "sysctl",
+        "-qw",
+        "net.ipv4.ip_forward=1",
+    ])?;
     let gateway_mac = netns::mac_address(ns, &vec)?;
     Ok(Endpoint {
         dev: dev.to_string(),
@@ -1323,11 +1294,7 @@ fn guest_addresses(
     t: &netns::Topology,
     commands: &mut Vec<String>,
 ) -> anyhow::Result<(String, String, Ipv4Addr)> {
-    let mut run = |args: &[&str]| -> anyhow::Result<()> {
-        commands.push(format!("ip {}", args.join(" ")));
-        netns::run("ip", args)?;
-        Ok(())
-    };
+    let mut run = |args: &[&str]| recorded_ip(commands, args);
     for (ns, dev, rdev, ip, gw) in [
         (
             &t.client,

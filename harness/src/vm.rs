@@ -282,12 +282,7 @@ fn normalize(path: &Path) -> PathBuf {
 }
 
 /// Finds `prog`, installing `pkg` first if allowed.
-pub(crate) fn need(
-    kind: &'static str,
-    prog: &str,
-    pkg: &str,
-    opts: &VmOptions,
-) -> Result<PathBuf, VmError> {
+fn need(kind: &'static str, prog: &str, pkg: &str, opts: &VmOptions) -> Result<PathBuf, VmError> {
     if let Some(p) = which(prog) {
         return Ok(p);
     }
@@ -400,7 +395,8 @@ fn uml_modules() -> Option<PathBuf> {
     has.then_some(root)
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+/// The last `lines` lines of the file at `path` (none if unreadable).
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let v: Vec<&str> = text.lines().collect();
     v[v.len().saturating_sub(lines)..].join("\n")

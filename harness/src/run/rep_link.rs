@@ -47,15 +47,18 @@ pub(super) struct RepLink {
     /// IP mode's namespaces (removed after the emulator stops) and where
     /// its record goes (`rep-N/emu-ip.json`).
     tun: Option<(TunNet, std::path::PathBuf)>,
-    /// netem in the guest router, its sampler and its CPU counters when
-    /// the flows started.
-    guest: Option<(
-        GuestLink,
-        Option<GuestSampler>,
-        Option<super::cpu::CpuTimes>,
-    )>,
-    /// The repetition's directory (the guest router's counters go there).
-    dir: Option<std::path::PathBuf>,
+    /// netem in the guest router.
+    guest: Option<GuestRep>,
+}
+
+/// A repetition's link in the guest router while the flows run.
+struct GuestRep {
+    link: GuestLink,
+    sampler: GuestSampler,
+    /// The guest's CPU counters when the flows started.
+    cpu0: Option<super::cpu::CpuTimes>,
+    /// Where its interface counters go (`guest-counters.txt`).
+    counters: std::path::PathBuf,
 }
 
 impl PreparedLink {
@@ -194,8 +197,12 @@ impl PreparedLink {
                 sampler: None,
                 cross_targets: Vec::new(),
                 tun: None,
-                guest: Some((g, Some(sampler), cpu0)),
-                dir: Some(dir.to_path_buf()),
+                guest: Some(GuestRep {
+                    link: g,
+                    sampler,
+                    cpu0,
+                    counters: dir.join("guest-counters.txt"),
+                }),
             });
         }
         if let Some(n) = &self.netem {
@@ -208,7 +215,6 @@ impl PreparedLink {
                 cross_targets: Vec::new(),
                 tun: None,
                 guest: None,
-                dir: None,
             });
         }
         if let Some(p) = &self.paths {
@@ -227,7 +233,6 @@ impl PreparedLink {
                 cross_targets: Vec::new(),
                 tun: None,
                 guest: None,
-                dir: None,
             });
         }
         if let Some(mut t) = self.tun {
@@ -241,7 +246,6 @@ impl PreparedLink {
                 cross_targets: Vec::new(),
                 tun: Some((t, dir.join("emu-ip.json"))),
                 guest: None,
-                dir: None,
             });
         }
         let mut routes: Vec<Route> = servers.iter().map(|s| route_to(s.addr)).collect();
@@ -260,7 +264,6 @@ impl PreparedLink {
             cross_targets,
             tun: None,
             guest: None,
-            dir: None,
         })
     }
 }
@@ -297,9 +300,10 @@ impl RepLink {
     /// On the guest router, the share of the guest's CPU that was busy
     /// since the flows started.
     pub(super) fn guest_busy(&self) -> Option<f64> {
-        let (g, _, cpu0) = self.guest.as_ref()?;
-        cpu0.as_ref()?
-            .busy_share(&super::cpu::CpuTimes::parse(&g.guest_cpu()?)?)
+        let g = self.guest.as_ref()?;
+        g.cpu0
+            .as_ref()?
+            .busy_share(&super::cpu::CpuTimes::parse(&g.link.guest_cpu()?)?)
     }
 
     /// Where flow `i`'s client sends: the emulator's route to its server,
@@ -347,14 +351,9 @@ impl RepLink {
         if let Some(s) = self.sampler {
             s.stop()?;
         }
-        if let Some((g, sampler, _)) = self.guest {
-            if let Some(s) = sampler {
-                s.stop()?;
-            }
-            if let Some(dir) = &self.dir {
-                g.record_counters(&dir.join("guest-counters.txt"))?;
-            }
-            drop(g);
+        if let Some(g) = self.guest {
+            g.sampler.stop()?;
+            g.link.record_counters(&g.counters)?;
         }
         drop(self.netem);
         drop(self.paths);
