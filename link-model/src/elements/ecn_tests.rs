@@ -125,16 +125,38 @@ fn red_with_ecn_marks_ect_and_drops_not_ect_early() {
 #[test]
 fn red_with_ecn_still_drops_when_forced_or_full() {
     // No dequeues: the queue and its average pass 2·max_th, where RED's
-    // drop is forced, then the 40-packet limit.
+    // drop is forced, then the 40-packet limit. Each verdict must lie in
+    // its own region of the average: marks between min_th and 2·max_th
+    // (gentle), forced drops at 2·max_th or above, and so every mark
+    // comes before the first forced drop.
+    let Aqm::Red(p) = ecn_red() else {
+        unreachable!()
+    };
+    assert!(p.gentle);
     let mut q = queue(ecn_red(), 40_000);
     let (mut marks, mut red_drops, mut full) = (0, 0, 0);
+    let (mut last_mark, mut first_forced) = (None, None);
     for i in 0..200u64 {
-        match q.enqueue(Packet::sized(1000, 0, i).with_ecn(Ecn::Ect1), i) {
-            Ok(Some(_)) => marks += 1,
+        let verdict = q.enqueue(Packet::sized(1000, 0, i).with_ecn(Ecn::Ect1), i);
+        let avg = q.red().unwrap().avg;
+        match verdict {
+            Ok(Some(_)) => {
+                assert!(
+                    (p.min_th..2.0 * p.max_th).contains(&avg),
+                    "arrival {i} marked at average {avg}"
+                );
+                marks += 1;
+                last_mark = Some(i);
+            }
             Ok(None) => {}
-            Err((p, DropReason::Red)) => {
-                assert_eq!(p.ecn, Ecn::Ect1, "a forced drop does not mark");
-                red_drops += 1
+            Err((pkt, DropReason::Red)) => {
+                assert_eq!(pkt.ecn, Ecn::Ect1, "a forced drop does not mark");
+                assert!(
+                    avg >= 2.0 * p.max_th,
+                    "arrival {i} dropped by RED at average {avg}, below the forced region"
+                );
+                red_drops += 1;
+                first_forced.get_or_insert(i);
             }
             Err((_, DropReason::QueueFull)) => full += 1,
             Err((_, why)) => panic!("{why:?}"),
@@ -144,6 +166,7 @@ fn red_with_ecn_still_drops_when_forced_or_full() {
         marks > 0 && red_drops > 0,
         "marks {marks}, forced {red_drops}"
     );
+    assert!(last_mark < first_forced, "{last_mark:?} {first_forced:?}");
     assert_eq!(q.len() as u64, 200 - red_drops - full);
 }
 
@@ -680,4 +703,59 @@ fn dualpi2_coupling_holds_between_measured_rates() {
     assert!((d.coupled_prob() - 2.0 * d.classic_prob().sqrt()).abs() < 1e-12);
     // The L queue stays short: its mean sojourn is well under 1 ms.
     assert!(mean < 0.5, "L mean sojourn {mean} ms");
+}
+
+/// The step threshold's one meaning (DCTCP's K, Alizadeh et al. 2010
+/// §3.1, "greater than K"): an ECN-capable arrival is marked when the
+/// packets (bytes) already waiting, not counting itself nor the one on
+/// the wire, are more than K. Not-ECT arrivals are left alone.
+#[test]
+fn a_step_marks_an_arrival_that_finds_more_than_k_waiting() {
+    for (threshold, size, k_packets) in [
+        (StepThreshold::Packets(3), 1000, 3),
+        // 3000 bytes: three 1000-byte packets are exactly K.
+        (StepThreshold::Bytes(3000), 1000, 3),
+        // `step:threshold=30kb` (30 720 bytes) in 1500-byte packets: 20
+        // are 30 000 bytes, 21 are over.
+        (StepThreshold::Bytes(30 * 1024), 1500, 20),
+    ] {
+        let mut q = queue(Aqm::Step(StepParams { threshold }), 10_000_000);
+        for i in 0..k_packets + 3 {
+            // Before this arrival, i packets of `size` bytes wait.
+            let m = q
+                .enqueue(Packet::sized(size, 0, i).with_ecn(Ecn::Ect0), i)
+                .unwrap();
+            let want = (i > k_packets).then_some(MarkReason::Step);
+            assert_eq!(m, want, "{threshold:?}: arrival finding {i} waiting");
+        }
+        let plain = q.enqueue(Packet::sized(size, 0, 99), 99).unwrap();
+        assert_eq!(plain, None, "{threshold:?}: Not-ECT is never marked");
+    }
+}
+
+/// `step:threshold=30kb` in a closed loop: a scalable sender of 1500-byte
+/// packets holds the queue near 30 720 bytes (20.5 packets), with marks
+/// alone.
+#[test]
+fn a_byte_step_holds_a_scalable_sender_near_its_bytes() {
+    let k_bytes = 30 * 1024;
+    let mut s = sched(
+        Aqm::Step(StepParams {
+            threshold: StepThreshold::Bytes(k_bytes),
+        }),
+        1000 * 1500,
+    );
+    let mut srcs = [Src::new(Ecn::Ect0, true, 10.0)];
+    let m = closed_loop(&mut s, &mut srcs, 20e6, 40 * MS, 10_000 * MS, 40_000 * MS);
+    let q = m.mean_queue() * 1500.0;
+    eprintln!(
+        "step K={k_bytes} B: mean queue {q:.0} B, utilization {:.3}, marks {}",
+        m.utilization(),
+        m.marks[0]
+    );
+    let k = k_bytes as f64;
+    assert!((0.5 * k..=1.5 * k).contains(&q), "mean queue {q} bytes");
+    assert_eq!(m.drops[0], 0);
+    assert!(m.marks[0] > 100, "{:?}", m.marks);
+    assert!(m.utilization() >= 0.95, "utilization {}", m.utilization());
 }

@@ -94,6 +94,14 @@ impl Queue {
         self.items.front().map(|(p, t)| (p.len(), *t))
     }
 
+    /// RED's state, when this queue runs RED.
+    pub fn red(&self) -> Option<&super::red::Red> {
+        match &self.manager {
+            Manager::Red(r, _) => Some(r),
+            _ => None,
+        }
+    }
+
     /// PIE's state, when this queue runs PIE.
     pub fn pie(&self) -> Option<&Pie> {
         match &self.manager {
