@@ -295,27 +295,92 @@ fn unmeasured_losses_are_null_and_both_utilizations_are_reported() {
     assert!(off["ci95"].get("utilization_steady").is_some());
 }
 
+/// Flow 0's data packets (downstream, at least 1000 bytes) reaching the
+/// bottleneck after `from_ns`, from `rep`'s per-packet log, grouped by
+/// instant: (time, how many arrived then).
+fn bunches(rep: &Path, from_ns: u64) -> Vec<(u64, usize)> {
+    let mut out: Vec<(u64, usize)> = Vec::new();
+    for r in harness::bottleneck::Reader::open(&rep.join("bottleneck.bin"))
+        .unwrap()
+        .filter(|r| r.flow == 0 && r.dir == 1 && r.kind == 0 && r.size >= 1000)
+        .filter(|r| r.t_ns >= from_ns)
+    {
+        match out.last_mut() {
+            Some((t, n)) if *t == r.t_ns => *n += 1,
+            _ => out.push((r.t_ns, 1)),
+        }
+    }
+    out
+}
+
+/// The bunches in `b` larger than the pacer's credit allows: 2 ms at the
+/// pacing rate but at least 10 full-size packets, beyond the packet due
+/// now. The pacing rate is read from the packets that follow a bunch:
+/// the shortest gap among the next five instants is at most one pacing
+/// interval (a sender that then waits for ACKs only leaves longer gaps,
+/// which makes the bound stricter).
+fn over_credit(b: &[(u64, usize)]) -> Vec<(u64, usize, u64)> {
+    let mut over = Vec::new();
+    for (i, &(t, n)) in b.iter().enumerate() {
+        if n <= 11 {
+            continue;
+        }
+        let gap = b[i..]
+            .windows(2)
+            .take(5)
+            .map(|w| w[1].0 - w[0].0)
+            .min()
+            .unwrap_or(u64::MAX);
+        let allowed = ((2_000_000 / gap.max(1)) as usize).max(10) + 1;
+        if n > allowed {
+            over.push((t, n, gap));
+        }
+    }
+    over
+}
+
 #[test]
 fn pacing_can_be_turned_off_per_flow() {
-    // The simulator is deterministic, so a knob it ignored would give the
-    // same bytes twice; unpaced, NewReno's slow start sends bursts that
-    // overflow a short queue sooner.
+    // What pacing changes is when packets leave the sender, so that is
+    // what is measured, at the bottleneck's entrance (the per-packet log).
+    // The receiver acknowledges about four times per round trip
+    // (`per-rtt`), so each ACK frees about a quarter of the window: at
+    // 20 Mbit/s and 100 ms (a BDP of 185 packets, the window between about
+    // half and twice that) at least BDP / 8 = 23 packets. Unpaced, they
+    // leave at once, far more than a paced sender's credit; paced, no
+    // bunch exceeds the credit (`over_credit`).
     let dir = tempfile::tempdir().unwrap();
-    let run = |p: &str| -> Value {
+    let run = |p: &str| -> Vec<(u64, usize)> {
         let sc = scenario(&format!(
-            "name = \"t\"\nduration = \"5s\"\n[link]\nbackend = \"sim\"\nrate = \"10mbit\"\nrtt = \"40ms\"\nqueue = \"10pkt\"\n[[flows]]\ncc = \"newreno\"\npacing = {p}\n"
+            "name = \"t\"\nduration = \"5s\"\n[link]\nbackend = \"sim\"\nrate = \"20mbit\"\nrtt = \"100ms\"\nqueue = \"1bdp\"\n[[flows]]\ncc = \"newreno\"\nack_policy = \"per-rtt\"\nsmall_packets = \"avoid\"\npacing = {p}\n"
         ));
-        sim(&sc, &dir.path().join(p.replace('"', "")))
+        let out = dir.path().join(p.replace('"', ""));
+        sim(&sc, &out);
+        // After the first second: slow start and its recovery are over.
+        bunches(&out.join("rep-1"), 1_000_000_000)
     };
-    let on = run("\"on\"");
-    let off = run("false");
-    assert_ne!(on["flows"], off["flows"], "pacing = off changed nothing");
-    assert!(
-        off["bottleneck"]["drops"].as_f64() >= on["bottleneck"]["drops"].as_f64(),
-        "unpaced bursts should not drop less: {} vs {}",
-        off["bottleneck"],
-        on["bottleneck"]
+    let (paced, unpaced) = (run("\"on\""), run("false"));
+    let largest = |b: &[(u64, usize)]| b.iter().map(|x| x.1).max().unwrap();
+    let count = |b: &[(u64, usize)]| b.iter().map(|x| x.1).sum::<usize>();
+    eprintln!(
+        "largest bunch: paced {} of {}, unpaced {} of {}",
+        largest(&paced),
+        count(&paced),
+        largest(&unpaced),
+        count(&unpaced)
     );
+    assert!(count(&paced) > 5_000 && count(&unpaced) > 5_000);
+    let over = over_credit(&paced);
+    assert!(
+        over.is_empty(),
+        "paced bunches beyond the credit (t, n, gap): {over:?}"
+    );
+    assert!(
+        largest(&unpaced) >= 23,
+        "unpaced: at most {} packets at once",
+        largest(&unpaced)
+    );
+    assert!(!over_credit(&unpaced).is_empty());
     let e = refused("name = \"t\"\n[[flows]]\ncc = \"cubic\"\npacing = \"sometimes\"\n");
     assert!(e.contains("flows[0].pacing") && e.contains("off"), "{e}");
 }

@@ -116,8 +116,23 @@ fn a_parking_lot_loads_every_link_and_the_long_flow_gets_least() {
         assert!(u > 0.9, "{name}: utilization {u}");
         assert!(l["drops"].as_u64().unwrap() > 0, "{name}: {l:#}");
         assert_eq!(l["flows"], serde_json::json!([0, i + 1]), "{name}");
+        // Jain's index of the two flows that cross this link, and no
+        // other: the long flow and this link's own short flow. The long
+        // one gets less (asserted below), so the index is below 1.
         let j = l["jain_fairness"].as_f64().unwrap();
-        assert!((0.5..=1.0).contains(&j), "{name}: Jain {j}");
+        let (a, b) = (
+            f64_at(&s, "/flows/0/goodput_bps"),
+            f64_at(&s, &format!("/flows/{}/goodput_bps", i + 1)),
+        );
+        let want = (a + b).powi(2) / (2.0 * (a * a + b * b));
+        assert!(
+            (j - want).abs() < 1e-9,
+            "{name}: Jain {j}, from goodputs {want}"
+        );
+        assert!(
+            j < 0.999,
+            "{name}: Jain {j} with a long flow at {a} and a short one at {b}"
+        );
         // Each link keeps its own log and samples.
         let d = if i == 0 {
             out.join("rep-1")

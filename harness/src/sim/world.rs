@@ -69,6 +69,8 @@ fn drain(
     loop {
         match quic_app::next_packet(conn, &mut bufs.scratch, now, Duration::ZERO) {
             Next::Packet(n, info) => {
+                #[cfg(test)]
+                super::tests::saw_datagram(&bufs.scratch[..n]);
                 let mut v = bufs.pool.pop().unwrap_or_default();
                 v.clear();
                 v.extend_from_slice(&bufs.scratch[..n]);
