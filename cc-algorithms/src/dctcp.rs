@@ -105,6 +105,8 @@ pub struct Dctcp {
     any_period: CongestionPeriod,
     ect1: bool,
     ce_reductions: u64,
+    /// CE marks reported to this controller, all told.
+    ce_marks: u64,
 }
 
 impl Dctcp {
@@ -118,6 +120,7 @@ impl Dctcp {
             any_period: CongestionPeriod::default(),
             ect1: cfg.ect1,
             ce_reductions: 0,
+            ce_marks: 0,
         }
     }
 }
@@ -160,6 +163,7 @@ impl CongestionController for Dctcp {
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
         f("dctcp_alpha", self.alpha.alpha);
         f("dctcp_ce_reductions", self.ce_reductions as f64);
+        f("dctcp_ce", self.ce_marks as f64);
     }
 
     fn ecn_codepoint(&self) -> Ecn {
@@ -171,6 +175,7 @@ impl CongestionController for Dctcp {
     }
 
     fn on_ecn(&mut self, ecn: &EcnEvent, now: Instant) {
+        self.ce_marks = self.ce_marks.saturating_add(ecn.newly_ce);
         self.alpha.add(ecn);
         if self.alpha.window_over(&self.pns) {
             self.alpha.end_window(&self.pns);

@@ -73,8 +73,29 @@ async fn through_a_marking_link(name: &str, ignore_ecn: bool) -> (Vec<Value>, Ve
     (qlog_of(&qlog, "client"), qlog_of(&qlog, "server"), marks)
 }
 
+/// The last value of the controller metric `name` in an end's qlog.
+fn last_metric(records: &[Value], name: &str) -> Option<f64> {
+    records
+        .iter()
+        .filter(|r| {
+            r["name"] == "quic:recovery_metrics_updated" || r["name"] == "recovery:metrics_updated"
+        })
+        .filter_map(|r| r["data"][name].as_f64())
+        .last()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn marks_reach_the_sender_through_the_emulator() {
+    // Every mark the link makes is on a packet that arrives (the step
+    // marks and never drops, and the 200-packet queue never fills), so the
+    // client counts each one, and its last ACK reports them all. The
+    // server's DCTCP hears of them through those ACKs: every mark the
+    // client reported, except those in ACKs still in flight when the
+    // server stopped reading them: at most the ACKs of one round trip,
+    // which cannot report more marks than the packets of one window, and
+    // DCTCP keeps its window near the BDP plus K (20 Mbit/s and 20 ms:
+    // 37 packets, K = 10); 100 is well above that and far below the
+    // run's marks.
     let (client, server, marks) = through_a_marking_link("ecn-marks", false).await;
     assert!(marks > 0, "the link marked nothing");
     let acks = acks_sent(&client);
@@ -85,8 +106,16 @@ async fn marks_reach_the_sender_through_the_emulator() {
         .expect("the client's ACK frames carry ECN counts");
     assert!(last["ect0"].as_u64().unwrap() > 1000, "{last}");
     assert_eq!(last["ect1"], 0, "{last}");
-    let ce = last["ce"].as_u64().unwrap();
-    assert!(ce > 0 && ce <= marks, "ce {ce}, link marks {marks}");
+    let ce = acks.iter().filter_map(|a| a["ce"].as_u64()).max().unwrap();
+    assert_eq!(ce, marks, "the client's CE count against the link's marks");
+    let heard = last_metric(&server, "dctcp_ce").expect("the server's DCTCP reports dctcp_ce");
+    eprintln!("link marks {marks}, client CE {ce}, server's DCTCP {heard}");
+    assert!(
+        heard <= ce as f64 && heard + 100.0 >= ce as f64,
+        "the server's DCTCP heard of {heard} marks, the client reported {ce}"
+    );
+    let cuts = last_metric(&server, "dctcp_ce_reductions").unwrap();
+    assert!(cuts > 0.0, "DCTCP never answered a mark");
     let states = ecn_states(&server);
     assert!(states.iter().any(|s| s == "capable"), "{states:?}");
     assert!(!states.iter().any(|s| s == "failed"), "{states:?}");
