@@ -84,12 +84,29 @@ result=$(grep -E '^test result: ok\. [0-9]+ passed' "$out" | tail -n 1)
 passed=$(sed -E 's/^test result: ok\. ([0-9]+) passed.*/\1/' <<<"$result")
 [ "${passed:-0}" -ge 1000 ] || { say "FAILED: only ${passed:-0} tests passed (expected over 1000)"; exit 1; }
 
-# The tests the patch adds must be among those that ran.
+# The tests the patch adds must be among those that ran: each `#[test]`
+# by its name, each `#[rstest]` by its cases (rstest makes a module of the
+# test's name with one test per case, and every rstest the patch adds has
+# at least two). The name is the first `fn` after the attribute, past any
+# other attributes (`#[case(...)]`, `#[cfg(...)]`).
 listing=$(cd "$src" && CARGO_TARGET_DIR="$root/$dir/target" cargo test -q --locked --lib --features qlog -- --list 2>/dev/null)
+added=$(awk '/^\+ *#\[(test|rstest)\]/ { kind = ($0 ~ /rstest/) ? "rstest" : "test"; next }
+    kind != "" && /^\+.*fn [a-z_0-9]+/ { match($0, /fn [a-z_0-9]+/); print kind, substr($0, RSTART + 3, RLENGTH - 3); kind = "" }' \
+    patches/quiche-0.30.0-cc-plugin.patch)
 missing=()
-for t in $(grep -A1 '^+ *#\[test\]' patches/quiche-0.30.0-cc-plugin.patch | sed -n 's/.*fn \([a-z_0-9]*\).*/\1/p'); do
-    grep -q "::$t: test" <<<"$listing" || missing+=("$t")
-done
+n_test=0 n_rstest=0
+while read -r kind t; do
+    if [ "$kind" = test ]; then
+        n_test=$((n_test + 1))
+        grep -q "::$t: test" <<<"$listing" || missing+=("$t")
+    else
+        n_rstest=$((n_rstest + 1))
+        cases=$(grep -c "::$t::[A-Za-z_0-9]*: test" <<<"$listing" || true)
+        [ "$cases" -ge 2 ] || missing+=("$t (rstest: $cases cases listed)")
+    fi
+done <<<"$added"
 [ ${#missing[@]} -eq 0 ] || { say "FAILED: tests the patch adds did not run: ${missing[*]}"; exit 1; }
+[ "$n_test" -ge 1 ] && [ "$n_rstest" -ge 1 ] || { say "FAILED: found $n_test #[test] and $n_rstest #[rstest] tests in the patch: the name check read nothing"; exit 1; }
+say "the patch's $n_test #[test] and $n_rstest #[rstest] tests all ran"
 say "$result"
 say "passed in ${SECONDS} s ($passed tests, ${#skip[@]} upstream failures skipped by name; the patch's own tests included)"

@@ -223,9 +223,21 @@ fn a_quic_flow_gets_what_the_relay_gives_it() {
         iu * 100.0,
         iq
     );
-    // Within a few percent of the relay.
-    assert!((ig - rg).abs() / rg < 0.05, "goodput {ig} vs {rg}");
-    assert!((iu - ru).abs() < 0.05, "utilization {iu} vs {ru}");
+    // Two real-time runs are not compared with each other (each moves
+    // with the host's load); each is held to its own link's counters. The
+    // flow gets what the link gives it: its goodput is the bytes the link
+    // delivered over the run's 10 s, less QUIC's and HTTP/3's overhead
+    // (headers, ACK-only packets, frames: 2 to 10% of what crossed), and
+    // never more than the link's rate.
+    for (mode, g, u, link) in [("relay", rg, ru, rl), ("ip", ig, iu, il)] {
+        let given = link * 8.0 / 10.0;
+        eprintln!("{mode}: goodput / link delivery {:.3}", g / given);
+        assert!(
+            (0.90..=0.98).contains(&(g / given)),
+            "{mode}: goodput {g} bit/s, the link delivered {given} bit/s"
+        );
+        assert!(g < 20e6 && u <= 1.0, "{mode}: goodput {g}, utilization {u}");
+    }
     // The bottleneck log charges the UDP payload in both modes: what
     // crossed it is what the client's qlog says it received, as on the
     // relay.

@@ -567,6 +567,37 @@ fn a_quic_senders_losses_are_the_bottlenecks_drops() {
     assert!(ours().is_empty(), "namespaces left: {:?}", ours());
 }
 
+/// One 6 s flow of `cc` through a kernel link at 10 Mbit/s, 40 ms,
+/// `queue` and `aqm`: the flow's and the bottleneck's results.
+fn kernel_ecn_run(cc: &str, aqm: &str, queue: &str) -> (serde_json::Value, serde_json::Value) {
+    let out = tempfile::tempdir().unwrap();
+    let s = cclab_run(
+        &[
+            "--link",
+            "netem",
+            "--cc",
+            cc,
+            "--duration",
+            "6s",
+            "--rate",
+            "10mbit",
+            "--rtt",
+            "40ms",
+            "--queue",
+            queue,
+            "--aqm",
+            aqm,
+            "--qlog-level",
+            "metrics",
+        ],
+        &out.path().join("r"),
+    );
+    let (f, b) = (s["flows"][0].clone(), s["bottleneck"].clone());
+    eprintln!("{cc} through {aqm}: {b}");
+    assert_eq!(f["completed"], 1, "{cc}: {f}");
+    (f, b)
+}
+
 #[test]
 #[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
 fn ecn_marks_on_kernel_links_for_our_dctcp_and_linuxs() {
@@ -574,38 +605,48 @@ fn ecn_marks_on_kernel_links_for_our_dctcp_and_linuxs() {
     // dropping off) marks the ECN-capable packets of our DCTCP plugin and
     // of Linux's tcp_dctcp, which negotiates ECN only when both of
     // tcp-bulk's sockets run it before the handshake; neither flow sees
-    // a drop.
+    // a drop, and both hold the queue under the threshold: a DCTCP sender
+    // answers marks that start at 5 ms of sojourn, so its mean queueing
+    // delay stays below 5 ms (plus a millisecond for the 50 ms sampling of
+    // the qdisc's backlog), and above 0.5 ms (it is marked, so the queue
+    // reaches 5 ms; an empty queue would mean no marks).
     require_netem_runs();
     // On a host without netem, tcp:dctcp's ends run in the guest router
     // (this host's kernel has no tcp_dctcp), our DCTCP's on the host.
     for cc in ["dctcp", "tcp:dctcp"] {
-        let out = tempfile::tempdir().unwrap();
-        let s = cclab_run(
-            &[
-                "--link",
-                "netem",
-                "--cc",
-                cc,
-                "--duration",
-                "6s",
-                "--rate",
-                "10mbit",
-                "--rtt",
-                "40ms",
-                "--queue",
-                "200pkt",
-                "--aqm",
-                "step:threshold=5ms",
-                "--qlog-level",
-                "metrics",
-            ],
-            &out.path().join("r"),
-        );
-        let (f, b) = (&s["flows"][0], &s["bottleneck"]);
-        eprintln!("{cc}: {b}");
-        assert_eq!(f["completed"], 1, "{cc}: {f}");
+        let (_, b) = kernel_ecn_run(cc, "step:threshold=5ms", "200pkt");
         assert!(b["marks"].as_u64().unwrap_or(0) > 50, "{cc}: {b}");
         assert_eq!(b["drops"].as_u64(), Some(0), "{cc}: {b}");
+        let q = b["queue_delay_ms_mean"].as_f64().unwrap();
+        assert!((0.5..6.0).contains(&q), "{cc}: mean queue {q} ms");
+    }
+    assert!(ours().is_empty(), "namespaces left: {:?}", ours());
+}
+
+#[test]
+#[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
+fn the_kernels_red_and_pie_mark_ecn_capable_packets_and_only_those() {
+    // `red:...,ecn=true` and `pie:ecn=true` become the kernel's `red ...
+    // ecn harddrop` and `pie ... ecn`. What that must do, seen in the
+    // qdiscs' own counters: packets of an ECN-capable sender (NewReno with
+    // the RFC 3168 response) are marked, those of a Not-ECT sender never
+    // are. RED's thresholds (10 and 100 kB) lie above the 1-BDP queue, so
+    // its average never reaches the forced-drop region (see docs/links.md
+    // for what the kernel's RED does there with ns-2's defaults).
+    require_netem_runs();
+    for aqm in ["red:min_th=10,max_th=100,ecn=true", "pie:ecn=true"] {
+        let (_, ecn) = kernel_ecn_run("newreno:ecn=classic", aqm, "1bdp");
+        let (_, plain) = kernel_ecn_run("newreno", aqm, "1bdp");
+        let marks = |b: &serde_json::Value| b["marks"].as_u64().unwrap_or(0);
+        assert!(
+            marks(&ecn) > 0,
+            "{aqm}: the ECN-capable flow was never marked: {ecn}"
+        );
+        assert_eq!(
+            marks(&plain),
+            0,
+            "{aqm}: a Not-ECT flow was marked: {plain}"
+        );
     }
     assert!(ours().is_empty(), "namespaces left: {:?}", ours());
 }
