@@ -77,11 +77,9 @@ async fn through_a_marking_link(name: &str, ignore_ecn: bool) -> (Vec<Value>, Ve
 fn last_metric(records: &[Value], name: &str) -> Option<f64> {
     records
         .iter()
-        .filter(|r| {
-            r["name"] == "quic:recovery_metrics_updated" || r["name"] == "recovery:metrics_updated"
-        })
-        .filter_map(|r| r["data"][name].as_f64())
-        .last()
+        .filter(|r| r["name"] == "quic:recovery_metrics_updated")
+        .rev()
+        .find_map(|r| r["data"][name].as_f64())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
