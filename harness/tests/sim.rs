@@ -502,7 +502,9 @@ fn null_and_real_packet_protection_give_identical_results() {
     // The null cipher changes what the keys would encrypt and nothing
     // else: every packet keeps its size, so every figure, log and qlog
     // event is the same byte for byte. Only the resolved scenario names
-    // the setting.
+    // the setting. (That the setting reaches quiche at all is shown by
+    // `sim::tests::the_protection_setting_takes_effect`: the body crosses
+    // the link in the clear under the null cipher only.)
     let dir = tempfile::tempdir().unwrap();
     let with = |protection: &str| {
         let text = format!("{LOSSY}[host]\nprotection = \"{protection}\"\n");

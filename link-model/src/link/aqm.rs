@@ -230,8 +230,9 @@ pub enum Aqm {
     CoDel(CoDelParams),
     /// Proportional Integral controller Enhanced.
     Pie(PieParams),
-    /// A step marking threshold (DCTCP's K): ECN-capable packets are
-    /// marked CE while the queue exceeds it; nothing is dropped early.
+    /// A step marking threshold (DCTCP's K): an ECN-capable arrival is
+    /// marked CE when the queue waiting ahead of it (the packet on the
+    /// wire not counted) exceeds it; nothing is dropped early.
     Step(StepParams),
     /// DualPI2 (RFC 9332): an L queue and a classic queue, coupled.
     DualPi2(DualPi2Params),
@@ -627,9 +628,10 @@ fn parse_flag(field: &str, k: &str, v: &str) -> Result<bool, LinkError> {
 /// its sojourn time (decided at dequeue, as Linux's `ce_threshold`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepThreshold {
-    /// Mark an arrival that finds more than this many packets queued.
+    /// Mark an arrival that finds more than this many packets waiting
+    /// (itself and the one on the wire not counted).
     Packets(u64),
-    /// Mark an arrival that finds more than this many bytes queued.
+    /// Mark an arrival that finds more than this many bytes waiting.
     Bytes(u64),
     /// Mark a departure that waited more than this, ns.
     Time(u64),
