@@ -549,6 +549,11 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 "link.{dir}.trace: mahimahi traces are emulated only by the userspace emulator"
             )));
         }
+        if !d.changes.is_empty() {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.changes: scheduled link changes run on the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not apply them yet"
+            )));
+        }
         let missing = |q: &str| NetemError::MissingQdisc { qdisc: q.into() };
         if impairments && needs_netem(d) && !caps.netem {
             return Err(missing("netem"));

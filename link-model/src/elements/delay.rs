@@ -45,6 +45,11 @@ impl Delay {
         z * self.jitter_ns as f64
     }
 
+    /// Packets that finish crossing from now on take `delay_ns`.
+    pub fn set_delay(&mut self, delay_ns: u64) {
+        self.delay_ns = delay_ns;
+    }
+
     /// When a packet that left the bottleneck at `departed` arrives.
     pub fn deliver_at(&mut self, departed: u64) -> u64 {
         let d = if self.jitter_ns == 0 {

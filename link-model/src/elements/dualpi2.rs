@@ -71,6 +71,13 @@ pub struct DualPi2 {
 }
 
 impl DualPi2 {
+    /// Changes the limits (over both queues): arrivals from now on meet
+    /// them; what is queued stays.
+    pub fn set_limits(&mut self, limit_bytes: u64, limit_packets: Option<u64>) {
+        self.limit_bytes = limit_bytes;
+        self.limit_packets = limit_packets;
+    }
+
     /// DualPI2 holding at most `limit_bytes` (and `limit_packets`) over
     /// both queues.
     pub fn new(p: DualPi2Params, limit_bytes: u64, limit_packets: Option<u64>, rng: Rng) -> Self {

@@ -38,6 +38,13 @@ impl Loss {
         }
     }
 
+    /// Arrivals from now on meet `model` (a Gilbert-Elliott state
+    /// restarts good); the random stream goes on.
+    pub fn set_model(&mut self, model: LossModel) {
+        self.model = model;
+        self.bad = false;
+    }
+
     /// True if this packet is lost. In the Gilbert-Elliott model the state
     /// moves first, then the packet is lost with the new state's
     /// probability (netem's order).

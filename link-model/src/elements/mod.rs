@@ -6,6 +6,8 @@
 //! arrive → loss → duplicate → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → deliver
 //! ```
 
+#[cfg(test)]
+mod changes_tests;
 pub mod codel;
 pub mod delay;
 pub mod dualpi2;

@@ -22,7 +22,8 @@ use super::reorder::Reorder;
 use super::rng::Rng;
 use super::sched::{ClassQueue, Scheduler};
 use super::serializer::Serializer;
-use crate::link::{Dir, LinkSpec};
+use crate::link::changes::{Change, Schedule};
+use crate::link::{Dir, LinkSpec, QueueLimit};
 use crate::log::{Kind, Record, Sample, Sink};
 
 /// What one direction has done since it started.
@@ -141,6 +142,12 @@ pub struct Direction {
     reorder: Reorder,
     in_flight: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
+    /// Scheduled changes not yet made.
+    schedule: Schedule,
+    /// Arrivals before this time are lost (an outage).
+    outage_until: u64,
+    /// Byte limits of queue changes, resolved as the link resolves its own.
+    limits: Box<dyn Fn(QueueLimit) -> (u64, Option<u64>) + Send>,
     /// What it has done.
     pub counters: Counters,
 }
@@ -188,7 +195,45 @@ impl Direction {
             reorder: Reorder::new(s.reorder, stream(5)),
             in_flight: BinaryHeap::new(),
             seq: 0,
+            schedule: Schedule::new(&s.changes),
+            outage_until: 0,
+            limits: {
+                let link = link.clone();
+                Box::new(move |q| {
+                    let packets = match q {
+                        QueueLimit::Packets(p) => Some(p),
+                        _ => None,
+                    };
+                    (link.limit_bytes(dir, q, mtu), packets)
+                })
+            },
             counters: Counters::default(),
+        }
+    }
+
+    /// Makes every scheduled change due at or before `now`, in time order.
+    fn apply_due(&mut self, now: u64) {
+        while let Some((at, c)) = self.schedule.pop(now) {
+            let c: Change = c.clone();
+            if let Some(r) = c.rate_bps {
+                self.serializer.set_rate(at, r);
+            }
+            if let Some(d) = c.delay_ns {
+                self.delay.set_delay(d);
+            }
+            if let Some(l) = c.loss {
+                self.loss.set_model(l);
+            }
+            if let Some(q) = c.queue {
+                let (bytes, packets) = (self.limits)(q);
+                self.queue.set_limits(bytes, packets);
+            }
+            if let Some(o) = c.outage_ns {
+                self.outage_until = self.outage_until.max(at.saturating_add(o));
+            }
+            if let Some(p) = c.pause_ns {
+                self.serializer.pause(at, at.saturating_add(p));
+            }
         }
     }
 
@@ -235,9 +280,10 @@ impl Direction {
     /// A packet arrives at `now`.
     pub fn push(&mut self, pkt: Packet, now: u64, log: &mut dyn Sink) {
         self.run_link(now, log);
+        self.apply_due(now);
         self.counters.arrived_packets += 1;
         self.counters.arrived_bytes += pkt.len() as u64;
-        if self.loss.drop_next() {
+        if now < self.outage_until || self.loss.drop_next() {
             self.drop_packet(now, &pkt, DropReason::Loss, 0, log);
             return;
         }
@@ -283,6 +329,12 @@ impl Direction {
             if plan.start > now {
                 break;
             }
+            // A change due by the time this packet would start comes
+            // first (a new rate, a pause), then the packet is planned again.
+            if let Some(t) = self.schedule.due().filter(|&t| t <= plan.start) {
+                self.apply_due(t);
+                continue;
+            }
             let mut drops = Vec::new();
             let got = self
                 .queue
@@ -325,6 +377,7 @@ impl Direction {
     /// delivery time has come, in delivery order.
     pub fn advance(&mut self, now: u64, log: &mut dyn Sink, out: &mut Vec<(u64, Packet)>) {
         self.run_link(now, log);
+        self.apply_due(now);
         while self.in_flight.peek().is_some_and(|f| f.0.at <= now) {
             let f = self.in_flight.pop().unwrap().0;
             self.counters.delivered_packets += 1;
@@ -358,6 +411,20 @@ impl Direction {
 
     /// The link's capacity in bits between two times.
     pub fn capacity_bits(&self, t0: u64, t1: u64) -> f64 {
+        // Rate changes and pauses due by `t1` but not yet made (nothing
+        // happened on the link since) count too.
+        if self.schedule.due().is_some_and(|t| t <= t1) {
+            let (mut s, mut sch) = (self.serializer.clone(), self.schedule.clone());
+            while let Some((at, c)) = sch.pop(t1) {
+                if let Some(r) = c.rate_bps {
+                    s.set_rate(at, r);
+                }
+                if let Some(p) = c.pause_ns {
+                    s.pause(at, at.saturating_add(p));
+                }
+            }
+            return s.capacity_bits(t0, t1);
+        }
         self.serializer.capacity_bits(t0, t1)
     }
 }

@@ -89,6 +89,13 @@ impl Queue {
         self.items.is_empty()
     }
 
+    /// Changes the limits: arrivals from now on meet them; what is queued
+    /// stays.
+    pub fn set_limits(&mut self, limit_bytes: u64, limit_packets: Option<u64>) {
+        self.limit_bytes = limit_bytes;
+        self.limit_packets = limit_packets;
+    }
+
     /// The head's size and enqueue time.
     pub fn head(&self) -> Option<(usize, u64)> {
         self.items.front().map(|(p, t)| (p.len(), *t))

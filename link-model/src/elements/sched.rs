@@ -145,6 +145,23 @@ impl Scheduler {
         }
     }
 
+    /// Changes every class queue's limits (each class's own, as `queue`
+    /// is per class under `fq` and `wfq`): arrivals from now on meet them;
+    /// what is queued stays.
+    pub fn set_limits(&mut self, limit_bytes: u64, limit_packets: Option<u64>) {
+        match self {
+            Scheduler::Fifo(q) => q.set_limits(limit_bytes, limit_packets),
+            Scheduler::Drr(d) => {
+                d.make.limit_bytes = limit_bytes;
+                d.make.limit_packets = limit_packets;
+                for c in &mut d.classes {
+                    c.queue.set_limits(limit_bytes, limit_packets);
+                }
+            }
+            Scheduler::DualPi2(d) => d.set_limits(limit_bytes, limit_packets),
+        }
+    }
+
     /// DualPI2's state, when the link runs it.
     pub fn dualpi2(&self) -> Option<&DualPi2> {
         match self {

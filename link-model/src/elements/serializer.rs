@@ -49,6 +49,11 @@ pub struct Serializer {
     mode: Mode,
     /// The link is busy until then.
     busy_until: u64,
+    /// Scheduled changes of a fixed-rate link, for its capacity: from each
+    /// time on, the rate (bit/s), and the pauses (from, until) during
+    /// which it sends nothing. Empty for a link that never changed.
+    rates: Vec<(u64, u64)>,
+    pauses: Vec<(u64, u64)>,
 }
 
 impl Serializer {
@@ -60,6 +65,8 @@ impl Serializer {
                 carry: 0,
             },
             busy_until: 0,
+            rates: Vec::new(),
+            pauses: Vec::new(),
         }
     }
 
@@ -74,6 +81,8 @@ impl Serializer {
                 left_at: 0,
             },
             busy_until: 0,
+            rates: Vec::new(),
+            pauses: Vec::new(),
         }
     }
 
@@ -158,13 +167,67 @@ impl Serializer {
         plan.end
     }
 
+    /// From `at` on, packets that start crossing take `rate_bps` (a
+    /// fixed-rate link; a trace's capacity is the trace's).
+    pub fn set_rate(&mut self, at: u64, rate_bps: f64) {
+        if let Mode::Rate { bps, carry } = &mut self.mode {
+            if self.rates.is_empty() {
+                self.rates.push((0, *bps));
+            }
+            *bps = rate_bps.round().max(1.0) as u64;
+            *carry = 0;
+            self.rates.push((at, *bps));
+        }
+    }
+
+    /// The link starts nothing between `from` and `until` (a packet on
+    /// the wire at `from` finishes).
+    pub fn pause(&mut self, from: u64, until: u64) {
+        self.busy_until = self.busy_until.max(until);
+        if let Mode::Rate { bps, .. } = self.mode {
+            if self.rates.is_empty() {
+                self.rates.push((0, bps));
+            }
+        }
+        // Kept disjoint and in order (merged with the last if they
+        // overlap), so the capacity finds the ones it needs by search.
+        match self.pauses.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(until),
+            _ => self.pauses.push((from, until)),
+        }
+    }
+
     /// The capacity in bits between `t0` and `t1` ns (for utilization).
     pub fn capacity_bits(&self, t0: u64, t1: u64) -> f64 {
         if t1 <= t0 {
             return 0.0;
         }
         match &self.mode {
-            Mode::Rate { bps, .. } => *bps as f64 * (t1 - t0) as f64 / 1e9,
+            Mode::Rate { bps, .. } if self.rates.is_empty() => *bps as f64 * (t1 - t0) as f64 / 1e9,
+            Mode::Rate { .. } => {
+                // The rate from each change on, less the pauses; both lists
+                // are in time order, so only the pieces in [t0, t1) are read.
+                let first = self.rates.partition_point(|r| r.0 <= t0).saturating_sub(1);
+                let mut bits = 0.0;
+                for (i, &(from, rate)) in self.rates.iter().enumerate().skip(first) {
+                    if from >= t1 {
+                        break;
+                    }
+                    let to = self.rates.get(i + 1).map_or(u64::MAX, |r| r.0);
+                    let (a, b) = (from.max(t0), to.min(t1));
+                    if a >= b {
+                        continue;
+                    }
+                    let p = self.pauses.partition_point(|p| p.1 <= a);
+                    let paused: u64 = self.pauses[p..]
+                        .iter()
+                        .take_while(|p| p.0 < b)
+                        .map(|&(p0, p1)| p1.min(b).saturating_sub(p0.max(a)))
+                        .sum();
+                    bits += rate as f64 * (b - a).saturating_sub(paused) as f64 / 1e9;
+                }
+                bits
+            }
             Mode::Trace { ops, period, .. } => {
                 let count = |t: u64| -> u64 {
                     (t / period) * ops.len() as u64

@@ -29,6 +29,10 @@
 //!
 //! [link.up]
 //! rate = "5mbit"              # an asymmetric link
+//!
+//! [[link.changes]]            # scheduled changes ([`changes`]), both
+//! at = "10s"                  # directions; [[link.down.changes]] for one
+//! rate = "5mbit"
 //! ```
 //!
 //! `sched` picks how the bottleneck queue is served ([`Sched`]):
@@ -59,6 +63,7 @@
 //! [`LinkSpec::to_toml`] writes the fully resolved form back.
 
 mod aqm;
+pub mod changes;
 mod impairments;
 mod table;
 #[cfg(test)]
@@ -185,6 +190,8 @@ pub struct DirectionSpec {
     pub aqm: Aqm,
     /// How the queue is served.
     pub sched: Sched,
+    /// Scheduled changes, in time order ([`changes`]).
+    pub changes: Vec<changes::Change>,
 }
 
 /// A whole link: both directions, the backend and the seed.
@@ -214,6 +221,7 @@ impl Default for DirectionSpec {
             queue: QueueLimit::Bdp(1.0),
             aqm: Aqm::DropTail,
             sched: Sched::Fifo,
+            changes: Vec::new(),
         }
     }
 }
@@ -274,8 +282,14 @@ impl LinkSpec {
     /// resolved against that direction's rate and the path's RTT, and
     /// packet limits counted at `mtu` bytes. Never below one `mtu`.
     pub fn queue_bytes(&self, d: Dir, mtu: u64) -> u64 {
+        self.limit_bytes(d, self.dir(d).queue, mtu)
+    }
+
+    /// Direction `d`'s byte limit for `queue` (a BDP multiple of its rate
+    /// as written and the link's RTT).
+    pub fn limit_bytes(&self, d: Dir, queue: QueueLimit, mtu: u64) -> u64 {
         let s = self.dir(d);
-        let b = match s.queue {
+        let b = match queue {
             QueueLimit::Bytes(b) => b,
             QueueLimit::Packets(p) => p.saturating_mul(mtu),
             QueueLimit::Bdp(f) => {

@@ -9,7 +9,7 @@ use super::units::{format_rate, parse_rate};
 use super::units::{format_duration_ns, parse_duration_ns, parse_probability, parse_queue};
 use super::{
     err, format_prob, Aqm, Backend, DirectionSpec, JitterDistribution, LinkError, LinkSpec,
-    LossModel, QueueLimit, Sched, Trace,
+    LossModel, Sched, Trace,
 };
 
 const DIRECTION_KEYS: &[&str] = &[
@@ -24,6 +24,7 @@ const DIRECTION_KEYS: &[&str] = &[
     "queue",
     "aqm",
     "sched",
+    "changes",
 ];
 const TOP_KEYS: &[&str] = &["backend", "rtt", "seed", "up", "down"];
 
@@ -185,6 +186,11 @@ impl LinkSpec {
             if d.loss != crate::link::LossModel::None {
                 s.push_str(&format!(", loss {}", g("loss")));
             }
+            match d.changes.len() {
+                0 => {}
+                1 => s.push_str(", 1 scheduled change"),
+                n => s.push_str(&format!(", {n} scheduled changes")),
+            }
             s
         };
         let (down, up) = (one(&self.down), one(&self.up));
@@ -217,14 +223,17 @@ fn direction_toml(d: &DirectionSpec) -> toml::Table {
     dt.insert("loss".into(), d.loss.to_spec().into());
     dt.insert("duplicate".into(), format_prob(d.duplicate).into());
     dt.insert("reorder".into(), format_prob(d.reorder).into());
-    let q = match d.queue {
-        QueueLimit::Packets(p) => format!("{p}pkt"),
-        QueueLimit::Bytes(b) => format!("{b}b"),
-        QueueLimit::Bdp(f) => format!("{f}bdp"),
-    };
-    dt.insert("queue".into(), q.into());
+    dt.insert("queue".into(), d.queue.to_spec().into());
     dt.insert("aqm".into(), d.aqm.to_spec().into());
     dt.insert("sched".into(), d.sched.as_str().into());
+    if !d.changes.is_empty() {
+        let a: Vec<toml::Value> = d
+            .changes
+            .iter()
+            .map(|c| toml::Value::Table(c.to_toml()))
+            .collect();
+        dt.insert("changes".into(), toml::Value::Array(a));
+    }
     dt
 }
 
@@ -258,7 +267,23 @@ fn apply_direction(
     apply_capacity(d, &f, base)?;
     apply_delay(d, &f)?;
     apply_impairments(d, &f)?;
-    apply_queue(d, &f)
+    apply_queue(d, &f)?;
+    if let Some(v) = t.get("changes") {
+        d.changes = super::changes::parse_changes(&format!("{prefix}.changes"), v)?;
+    }
+    if d.trace.is_some() {
+        if let Some(i) = d
+            .changes
+            .iter()
+            .position(|c| c.rate_bps.is_some() || c.pause_ns.is_some())
+        {
+            return Err(err(
+                &format!("{prefix}.changes[{i}]"),
+                "a direction that follows a trace takes its capacity from the trace: no rate or pause changes",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `rate`, or a mahimahi `trace` of time-varying capacity.

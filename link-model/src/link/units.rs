@@ -117,6 +117,17 @@ pub enum QueueLimit {
     Bdp(f64),
 }
 
+impl QueueLimit {
+    /// As a scenario writes it: `100pkt`, `150000b`, `1bdp`.
+    pub fn to_spec(self) -> String {
+        match self {
+            QueueLimit::Packets(p) => format!("{p}pkt"),
+            QueueLimit::Bytes(b) => format!("{b}b"),
+            QueueLimit::Bdp(f) => format!("{f}bdp"),
+        }
+    }
+}
+
 /// Parses `100pkt` (also `p`, `pkts`, `packets`), `64kb` (any size unit of
 /// [`parse_size_bytes`]) or `1bdp`/`0.5bdp`.
 pub fn parse_queue(s: &str) -> Option<QueueLimit> {
