@@ -274,25 +274,33 @@ pub struct Schedule {
     changes: Vec<Change>,
     /// The next time of each change (`u64::MAX` when it is done).
     next: Vec<u64>,
+    /// The earliest of `next` (`u64::MAX`: nothing pending), so that a
+    /// link without changes pays one comparison per packet.
+    earliest: u64,
 }
 
 impl Schedule {
     /// The schedule of `changes`, none yet applied.
     pub fn new(changes: &[Change]) -> Schedule {
+        let next: Vec<u64> = changes.iter().map(|c| c.at_ns).collect();
         Schedule {
-            next: changes.iter().map(|c| c.at_ns).collect(),
+            earliest: next.iter().copied().min().unwrap_or(u64::MAX),
+            next,
             changes: changes.to_vec(),
         }
     }
 
     /// When the next change is due, if any is.
     pub fn due(&self) -> Option<u64> {
-        self.next.iter().copied().filter(|&t| t != u64::MAX).min()
+        (self.earliest != u64::MAX).then_some(self.earliest)
     }
 
     /// The next change due at or before `now` (the earliest; the first
     /// written among equals) and its time, advanced past.
     pub fn pop(&mut self, now: u64) -> Option<(u64, &Change)> {
+        if self.earliest > now {
+            return None;
+        }
         let (i, t) = self
             .next
             .iter()
@@ -304,6 +312,7 @@ impl Schedule {
             Some(e) => t.saturating_add(e),
             None => u64::MAX,
         };
+        self.earliest = self.next.iter().copied().min().unwrap_or(u64::MAX);
         Some((t, &self.changes[i]))
     }
 }
