@@ -83,19 +83,9 @@ impl Change {
         }
         let text = |k: &str| -> Result<Option<(String, String)>, LinkError> {
             let f = format!("{field}.{k}");
-            match t.get(k) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some((s.clone(), f))),
-                Some(toml::Value::Integer(i)) => Ok(Some((i.to_string(), f))),
-                Some(toml::Value::Float(x)) => Ok(Some((x.to_string(), f))),
-                Some(other) => Err(err(
-                    &f,
-                    format!(
-                        "expected a string such as \"10s\", got {}",
-                        other.type_str()
-                    ),
-                )),
-            }
+            t.get(k)
+                .map(|v| Ok((super::table::scalar(&f, v)?, f)))
+                .transpose()
         };
         let time = |k: &str, what: &str| -> Result<Option<u64>, LinkError> {
             match text(k)? {

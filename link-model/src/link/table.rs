@@ -30,7 +30,7 @@ const TOP_KEYS: &[&str] = &["backend", "rtt", "seed", "up", "down"];
 
 /// A TOML scalar as text, for the unit parsers. Tables, arrays and
 /// booleans are errors.
-fn scalar(field: &str, v: &toml::Value) -> Result<String, LinkError> {
+pub(super) fn scalar(field: &str, v: &toml::Value) -> Result<String, LinkError> {
     match v {
         toml::Value::String(s) => Ok(s.clone()),
         toml::Value::Integer(i) => Ok(i.to_string()),
