@@ -215,9 +215,7 @@ impl Direction {
     fn apply_due(&mut self, now: u64) {
         while let Some((at, c)) = self.schedule.pop(now) {
             let c: Change = c.clone();
-            if let Some(r) = c.rate_bps {
-                self.serializer.set_rate(at, r);
-            }
+            shape(&mut self.serializer, at, &c);
             if let Some(d) = c.delay_ns {
                 self.delay.set_delay(d);
             }
@@ -230,9 +228,6 @@ impl Direction {
             }
             if let Some(o) = c.outage_ns {
                 self.outage_until = self.outage_until.max(at.saturating_add(o));
-            }
-            if let Some(p) = c.pause_ns {
-                self.serializer.pause(at, at.saturating_add(p));
             }
         }
     }
@@ -416,16 +411,22 @@ impl Direction {
         if self.schedule.due().is_some_and(|t| t <= t1) {
             let (mut s, mut sch) = (self.serializer.clone(), self.schedule.clone());
             while let Some((at, c)) = sch.pop(t1) {
-                if let Some(r) = c.rate_bps {
-                    s.set_rate(at, r);
-                }
-                if let Some(p) = c.pause_ns {
-                    s.pause(at, at.saturating_add(p));
-                }
+                shape(&mut s, at, c);
             }
             return s.capacity_bits(t0, t1);
         }
         self.serializer.capacity_bits(t0, t1)
+    }
+}
+
+/// What change `c`, made at `at`, does to the link's transmitter: its
+/// rate and its pauses (the capacity the samples divide by follows them).
+fn shape(s: &mut Serializer, at: u64, c: &Change) {
+    if let Some(r) = c.rate_bps {
+        s.set_rate(at, r);
+    }
+    if let Some(p) = c.pause_ns {
+        s.pause(at, at.saturating_add(p));
     }
 }
 
