@@ -105,7 +105,15 @@ async fn marks_reach_the_sender_through_the_emulator() {
     assert!(last["ect0"].as_u64().unwrap() > 1000, "{last}");
     assert_eq!(last["ect1"], 0, "{last}");
     let ce = acks.iter().filter_map(|a| a["ce"].as_u64()).max().unwrap();
-    assert_eq!(ce, marks, "the client's CE count against the link's marks");
+    // The client counts a mark when the packet arrives, and reports it in
+    // its next ACK; a marked packet that arrives after the client's last
+    // ACK (the server's last probe or ACK-only packet before it hears the
+    // client close) is counted by the link but never reported. The server
+    // has nothing left to send by then but a few such packets.
+    assert!(
+        ce <= marks && marks - ce <= 5,
+        "the client reported {ce} CE marks, the link made {marks}"
+    );
     let heard = last_metric(&server, "dctcp_ce").expect("the server's DCTCP reports dctcp_ce");
     eprintln!("link marks {marks}, client CE {ce}, server's DCTCP {heard}");
     assert!(
