@@ -30,6 +30,7 @@
 //!
 //! [`LossEvent`]: quiche::cc::LossEvent
 
+pub mod bbr3;
 pub mod binomial;
 pub mod br_tcp;
 pub mod dcm;

@@ -540,6 +540,64 @@ const PRAGUE_PARAMS: &[ParamInfo] = &[
     ),
 ];
 
+/// BBRv3's constants (draft-ietf-ccwg-bbr-06), each with the draft's value
+/// as its default.
+const BBR3_PARAMS: &[ParamInfo] = &[
+    number("startup_pacing_gain", "1", 2.77, 1.0, 10.0, "STARTUP's pacing gain (BBRStartupPacingGain = 4 ln 2)"),
+    number("startup_cwnd_gain", "1", 2.0, 1.0, 10.0, "STARTUP's and DRAIN's cwnd gain (BBRStartupCwndGain)"),
+    number("drain_pacing_gain", "1", 0.35, 0.05, 1.0, "DRAIN's pacing gain (BBRDrainPacingGain)"),
+    number("down_pacing_gain", "1", 0.9, 0.05, 1.0, "PROBE_BW_DOWN's pacing gain"),
+    number("up_pacing_gain", "1", 1.25, 1.0, 4.0, "PROBE_BW_UP's pacing gain"),
+    number("cwnd_gain", "1", 2.0, 1.0, 10.0, "PROBE_BW's cwnd gain outside UP"),
+    number("up_cwnd_gain", "1", 2.25, 1.0, 10.0, "PROBE_BW_UP's cwnd gain"),
+    number("loss_thresh", "1", 0.02, 0.001, 0.5, "loss rate above which inflight is too high (BBRLossThresh)"),
+    number("beta", "1", 0.7, 0.05, 1.0, "cut of the bounds on loss (BBRBeta)"),
+    number("headroom", "1", 0.15, 0.0, 0.9, "share of inflight_longterm left free in CRUISE (BBRHeadroom)"),
+    number("full_bw_growth", "1", 1.25, 1.01, 4.0, "bandwidth growth per round that keeps STARTUP going"),
+    number("full_bw_rounds", "rounds", 3.0, 1.0, 20.0, "rounds without that growth before the pipe counts as full"),
+    number("startup_loss_events", "events", 6.0, 1.0, 100.0, "loss events in a round that can end STARTUP (BBRStartupFullLossCnt, counted in events: see the module)"),
+    number("bw_filter_cycles", "cycles", 2.0, 1.0, 10.0, "PROBE_BW cycles the max_bw filter spans (MaxBwFilterLen)"),
+    number("extra_acked_rounds", "rounds", 10.0, 1.0, 100.0, "rounds the extra_acked filter spans (ExtraAckedFilterLen)"),
+    number("min_rtt_filter", "s", 10.0, 0.1, 300.0, "min_rtt filter length (MinRTTFilterLen)"),
+    number("probe_rtt_interval", "s", 5.0, 0.1, 300.0, "time without a new low RTT before PROBE_RTT (ProbeRTTInterval)"),
+    number("probe_rtt_duration", "ms", 200.0, 1.0, 10000.0, "time PROBE_RTT holds its low window (ProbeRTTDuration)"),
+    number("probe_rtt_cwnd_gain", "1", 0.5, 0.1, 1.0, "PROBE_RTT's window as a multiple of the BDP (ProbeRTTCwndGain)"),
+    number("probe_wait", "s", 2.0, 0.01, 60.0, "shortest wait between bandwidth probes"),
+    number("probe_wait_spread", "s", 1.0, 0.0, 60.0, "random extra wait between probes, up to this"),
+    number("pacing_margin", "%", 1.0, 0.0, 50.0, "pacing this far below the model's bandwidth (BBRPacingMarginPercent)"),
+    number("min_pipe_cwnd", "packets", 4.0, 2.0, 100.0, "smallest window (BBRMinPipeCwnd)"),
+];
+
+fn bbr3(p: &Params) -> Controller {
+    use std::time::Duration;
+    let secs = |k: &str| Duration::from_secs_f64(p.get(k));
+    Controller::Plugin(Arc::new(crate::bbr3::Bbr3Config {
+        startup_pacing_gain: p.get("startup_pacing_gain"),
+        startup_cwnd_gain: p.get("startup_cwnd_gain"),
+        drain_pacing_gain: p.get("drain_pacing_gain"),
+        down_pacing_gain: p.get("down_pacing_gain"),
+        up_pacing_gain: p.get("up_pacing_gain"),
+        cwnd_gain: p.get("cwnd_gain"),
+        up_cwnd_gain: p.get("up_cwnd_gain"),
+        loss_thresh: p.get("loss_thresh"),
+        beta: p.get("beta"),
+        headroom: p.get("headroom"),
+        full_bw_growth: p.get("full_bw_growth"),
+        full_bw_rounds: p.get("full_bw_rounds").round() as u32,
+        startup_full_loss_count: p.get("startup_loss_events").round() as u32,
+        bw_filter_cycles: p.get("bw_filter_cycles").round() as u32,
+        extra_acked_rounds: p.get("extra_acked_rounds").round() as u32,
+        min_rtt_filter: secs("min_rtt_filter"),
+        probe_rtt_interval: secs("probe_rtt_interval"),
+        probe_rtt_duration: Duration::from_secs_f64(p.get("probe_rtt_duration") / 1e3),
+        probe_rtt_cwnd_gain: p.get("probe_rtt_cwnd_gain"),
+        probe_wait_base: secs("probe_wait"),
+        probe_wait_spread: secs("probe_wait_spread"),
+        pacing_margin_percent: p.get("pacing_margin"),
+        min_pipe_cwnd_packets: p.get("min_pipe_cwnd"),
+    }))
+}
+
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo, BuiltinOptions::default())
 }
@@ -822,6 +880,15 @@ const ENTRIES: &[Entry] = &[
                 transition: p.get("transition").round() as u64,
             }))
         },
+    },
+    Entry {
+        info: AlgorithmInfo {
+            name: "bbr3",
+            summary: "BBRv3 as draft-ietf-ccwg-bbr-06 specifies it: max_bw and min_rtt model, STARTUP/DRAIN/PROBE_BW (DOWN, CRUISE, REFILL, UP)/PROBE_RTT, loss bounds inflight_longterm and the short-term model",
+            origin: Origin::Plugin,
+            params: BBR3_PARAMS,
+        },
+        build: bbr3,
     },
 ];
 
@@ -1489,10 +1556,12 @@ mod tests {
                 "ecn"
             ]
         );
-        // Every plugin but DCTCP and Prague takes `ecn=`; no built-in does.
+        // Every plugin but DCTCP, Prague and BBRv3 (no ECN response in its
+        // draft) takes `ecn=`; no built-in does.
         for a in &all {
             let has = a.params.iter().any(|p| p.name == "ecn");
-            let expected = a.origin == Origin::Plugin && !matches!(a.name, "dctcp" | "prague");
+            let expected =
+                a.origin == Origin::Plugin && !matches!(a.name, "dctcp" | "prague" | "bbr3");
             assert_eq!(has, expected, "{}", a.name);
         }
         let names = |n: &str| {
