@@ -588,6 +588,10 @@ pub struct Bbr3 {
 
     // Counters for the logs.
     startup_exit: Option<&'static str>,
+    /// PROBE_BW_UP's ends: on a plateau, on loss, precautionary.
+    up_exits: [u64; 3],
+    /// DRAINs that ended on the 3-round limit rather than on inflight.
+    drain_timeouts: u64,
     probe_rtt_count: u64,
     spurious_undos: u64,
 }
@@ -668,6 +672,8 @@ impl Bbr3 {
             prev_probe_too_high: false,
             prev_probe_precautionary: false,
             startup_exit: None,
+            up_exits: [0; 3],
+            drain_timeouts: 0,
             probe_rtt_count: 0,
             spurious_undos: 0,
         };
@@ -1025,10 +1031,14 @@ impl Bbr3 {
     }
 
     fn check_drain_done(&mut self, now: Instant) {
-        if self.state == State::Drain
-            && (self.inflight <= self.inflight_for(self.bw, 1.0)
-                || self.round_count > self.drain_start_round + 3)
-        {
+        if self.state != State::Drain {
+            return;
+        }
+        let drained = self.inflight <= self.inflight_for(self.bw, 1.0);
+        if drained || self.round_count > self.drain_start_round + 3 {
+            if !drained {
+                self.drain_timeouts += 1;
+            }
             self.enter_probe_bw(now);
         }
     }
@@ -1067,6 +1077,7 @@ impl Bbr3 {
         if self.prev_probe_too_high && self.inflight >= self.inflight_longterm {
             // Precautionary: the last probe found loss at this level.
             self.prev_probe_precautionary = true;
+            self.up_exits[2] += 1;
             return true;
         }
         if self.is_cwnd_limited() && self.cwnd >= self.inflight_longterm {
@@ -1075,6 +1086,7 @@ impl Bbr3 {
             self.reset_full_bw();
             self.full_bw = self.rs.delivery_rate;
         } else if self.full_bw_now {
+            self.up_exits[0] += 1;
             return true;
         }
         false
@@ -1110,6 +1122,7 @@ impl Bbr3 {
             self.inflight_longterm = tx_in_flight.max(self.target_inflight() * self.p.beta);
         }
         if self.state == State::ProbeBwUp {
+            self.up_exits[1] += 1;
             self.undo_state = Some(UndoState::ProbeBwUp);
             self.start_probe_bw_down(now);
         }
@@ -1537,6 +1550,11 @@ impl CongestionController for Bbr3 {
         );
         f("bbr_cycle_count", self.cycle_count as f64);
         f("bbr_probe_rtt_count", self.probe_rtt_count as f64);
+        f("bbr_round_count", self.round_count as f64);
+        f("bbr_up_exits_plateau", self.up_exits[0] as f64);
+        f("bbr_up_exits_loss", self.up_exits[1] as f64);
+        f("bbr_up_exits_precautionary", self.up_exits[2] as f64);
+        f("bbr_drain_timeouts", self.drain_timeouts as f64);
         f("bbr_spurious_undos", self.spurious_undos as f64);
         if let Some(r) = self.startup_exit {
             f(
@@ -1544,5 +1562,130 @@ impl CongestionController for Bbr3 {
                 if r == EXIT_PLATEAU { 1.0 } else { 2.0 },
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The draft's example cases that need sending patterns the simulator's
+    //! bulk flows do not make (application-limited rounds, a queue that
+    //! will not drain), driven by hand. The rest run on the simulator
+    //! (`harness/tests/bbr3.rs`).
+
+    use super::*;
+    use crate::testing::{config, Driver, MSS};
+
+    fn bbr3() -> Driver<Bbr3> {
+        let mut d = Driver::new(Bbr3::new(Bbr3Config::default(), &config()));
+        d.rtt = Duration::from_millis(100);
+        d
+    }
+
+    /// One round: send `n`, acknowledge the oldest `n` one RTT later.
+    fn round(d: &mut Driver<Bbr3>, n: usize, app_limited: bool) {
+        d.send(n, MSS, app_limited);
+        d.ack(n, app_limited);
+    }
+
+    #[test]
+    fn a7_app_limited_startup_never_ends_without_loss() {
+        let mut d = bbr3();
+        for _ in 0..40 {
+            round(&mut d, 5, true);
+            assert_eq!(d.cc.state(), State::Startup);
+        }
+        assert!(!d.cc.full_bw_reached);
+    }
+
+    #[test]
+    fn a1_a3_a_plateau_ends_startup_and_drain_follows() {
+        let mut d = bbr3();
+        let mut seen = Vec::new();
+        for _ in 0..12 {
+            round(&mut d, 20, false);
+            if seen.last() != Some(&d.cc.state()) {
+                seen.push(d.cc.state());
+            }
+        }
+        // 20 packets per 100 ms, every round: the bandwidth never grows
+        // by 25%, so after three rounds the pipe is full.
+        assert_eq!(d.cc.startup_exit(), Some(EXIT_PLATEAU));
+        assert_eq!(seen[0], State::Startup);
+        assert!(
+            seen.contains(&State::Drain) || seen[1].is_probe_bw(),
+            "{seen:?}"
+        );
+        assert!(d.cc.state().is_probe_bw(), "{seen:?}");
+        let want = 20.0 * MSS as f64 / 0.1;
+        assert!(
+            (d.cc.max_bw() - want).abs() <= 0.02 * want,
+            "{}",
+            d.cc.max_bw()
+        );
+    }
+
+    #[test]
+    fn a4_drain_ends_after_three_rounds_when_the_queue_stays() {
+        let mut d = bbr3();
+        while d.cc.state() == State::Startup {
+            round(&mut d, 20, false);
+        }
+        // The driver's ACKs empty the pipe, so DRAIN ended on the ACK that
+        // began it; begin it again, as if max_bw were too high.
+        assert!(d.cc.state().is_probe_bw());
+        d.cc.enter_drain();
+        assert!((d.cc.pacing_gain - 0.5).abs() < 1e-12);
+        // A standing queue: 80 packets in flight against a 20-packet BDP.
+        d.send(80, MSS, false);
+        let start = d.cc.round_count;
+        while d.cc.state() == State::Drain {
+            // The bottleneck delivers 20 packets per 100 ms.
+            d.now += Duration::from_millis(100);
+            d.ack(20, false);
+            d.send(20, MSS, false);
+            assert!(d.cc.round_count <= start + 5, "still draining");
+        }
+        assert_eq!(d.cc.drain_timeouts, 1);
+        assert!(d.cc.round_count > start + 3);
+        assert!(d.cc.state().is_probe_bw());
+    }
+
+    #[test]
+    fn a20_probe_rtt_during_startup_returns_to_startup() {
+        let mut d = bbr3();
+        let mut seen = vec![State::Startup];
+        // 6 s of application-limited rounds at one RTT: no new minimum, so
+        // PROBE_RTT comes after 5 s, before the pipe is ever full.
+        for _ in 0..60 {
+            round(&mut d, 5, true);
+            if seen.last() != Some(&d.cc.state()) {
+                seen.push(d.cc.state());
+            }
+        }
+        assert_eq!(
+            seen,
+            [State::Startup, State::ProbeRtt, State::Startup],
+            "{seen:?}"
+        );
+        assert_eq!(d.cc.probe_rtt_count, 1);
+    }
+
+    #[test]
+    fn the_window_never_falls_below_four_packets() {
+        let mut d = bbr3();
+        for _ in 0..10 {
+            round(&mut d, 20, false);
+        }
+        for _ in 0..20 {
+            d.send(10, MSS, false);
+            d.lose(10, true);
+            assert!(d.cc.congestion_window() >= 2 * MSS);
+        }
+        round(&mut d, 1, false);
+        assert!(
+            d.cc.congestion_window() >= 4 * MSS,
+            "{}",
+            d.cc.congestion_window()
+        );
     }
 }

@@ -545,7 +545,7 @@ const PRAGUE_PARAMS: &[ParamInfo] = &[
 const BBR3_PARAMS: &[ParamInfo] = &[
     number("startup_pacing_gain", "1", 2.77, 1.0, 10.0, "STARTUP's pacing gain (BBRStartupPacingGain = 4 ln 2)"),
     number("startup_cwnd_gain", "1", 2.0, 1.0, 10.0, "STARTUP's and DRAIN's cwnd gain (BBRStartupCwndGain)"),
-    number("drain_pacing_gain", "1", 0.35, 0.05, 1.0, "DRAIN's pacing gain (BBRDrainPacingGain)"),
+    number("drain_pacing_gain", "1", 0.5, 0.05, 1.0, "DRAIN's pacing gain (DrainPacingGain: 0.5 since draft -05; 0.35 before, and in Linux and quiche)"),
     number("down_pacing_gain", "1", 0.9, 0.05, 1.0, "PROBE_BW_DOWN's pacing gain"),
     number("up_pacing_gain", "1", 1.25, 1.0, 4.0, "PROBE_BW_UP's pacing gain"),
     number("cwnd_gain", "1", 2.0, 1.0, 10.0, "PROBE_BW's cwnd gain outside UP"),
