@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
 
 all: build
 
@@ -142,6 +142,18 @@ sim-vs-emu: bootstrap
 # (about 5 minutes: the emu runs take real time).
 topology-figures: bootstrap
 	./scripts/topology-figures.sh
+
+# docs/bbr.md: bbr3 on each scenario of scenarios/bbr/, one figure per case
+# (docs/images/bbr-*.svg) and the table of their figures.
+bbr-cases: bootstrap
+	$(CARGO) build --release -q -p harness --bin cclab
+	./scripts/bbr-cases.py
+
+# docs/bbr.md: bbr3, BBR2 and CUBIC on the same simulated links (REPS=2,
+# DURATION=30s).
+bbr-compare: bootstrap
+	$(CARGO) build --release -q -p harness --bin cclab
+	./scripts/bbr-compare.py
 
 # The shipped single-link scenarios at REV and here, every result file
 # compared byte for byte (REV is built once under target/rev/).

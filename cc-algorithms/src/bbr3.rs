@@ -3,7 +3,7 @@
 //! out-of-tree `tcp_bbr.c` (v3), picoquic's `bbr.c` and quinn's BBRv3 pull
 //! request were read to compare behaviour; nothing is taken from them.
 //!
-//! The model (draft section 4): `max_bw` is a windowed maximum of
+//! The model (draft sections 5.5 and 5.6): `max_bw` is a windowed maximum of
 //! delivery-rate samples over the last two PROBE_BW cycles; `min_rtt` a
 //! windowed minimum over 10 s, refreshed by PROBE_RTT every 5 s;
 //! `inflight_longterm` the most the path carried before loss exceeded 2%
@@ -28,7 +28,7 @@
 //! # Departures from the draft, and why
 //!
 //! - **The delivery-rate sampler is the plugin's own** (draft section
-//!   4.5.2, after draft-cheng-iccrg-delivery-rate-estimation), kept per
+//!   4.1, after draft-cheng-iccrg-delivery-rate-estimation), kept per
 //!   packet number space from the send and ACK hooks: quiche's own sampler
 //!   gives one rate per ACK but not the sample's `delivered`,
 //!   `tx_in_flight` and `lost`, which BBR's loss bounds need.
@@ -251,7 +251,7 @@ struct PacketState {
     was_lost: bool,
 }
 
-/// One delivery-rate sample (draft 4.5.2.3), for one ACK.
+/// One delivery-rate sample (draft section 4.1), for one ACK.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RateSample {
     /// Bytes per second; 0 when the sample is not valid.
@@ -274,7 +274,7 @@ pub struct RateSample {
     pub rtt: Option<Duration>,
 }
 
-/// The per-connection delivery-rate sampler (draft 4.5.2).
+/// The per-connection delivery-rate sampler (draft section 4.1).
 #[derive(Debug, Clone)]
 struct Sampler {
     /// C.delivered: bytes acknowledged so far.
