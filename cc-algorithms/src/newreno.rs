@@ -62,6 +62,7 @@
 
 use std::time::Instant;
 
+use crate::slow_start::{ExitReason, HyStartPP, SlowStartKind, Verdict};
 use quiche::cc::{
     AckEvent, CongestionController, CongestionControllerFactory, ControllerConfig, LossEvent,
     SentPacket,
@@ -99,7 +100,10 @@ pub(crate) use delegate_window_to_reno;
 
 /// NewReno configuration; it is also the factory.
 #[derive(Debug, Clone, Default)]
-pub struct NewRenoConfig {}
+pub struct NewRenoConfig {
+    /// Slow start: standard (the default) or HyStart++.
+    pub slow_start: SlowStartKind,
+}
 
 impl CongestionControllerFactory for NewRenoConfig {
     fn name(&self) -> &str {
@@ -107,7 +111,7 @@ impl CongestionControllerFactory for NewRenoConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(NewReno::new(config))
+        Box::new(NewReno::new(config).with_slow_start(self.slow_start))
     }
 }
 
@@ -130,6 +134,10 @@ pub struct NewReno {
     /// full-size datagram: the sender was limited by the window, not by the
     /// application ([`note_sent`](Self::note_sent)).
     window_full: bool,
+    /// HyStart++ (RFC 9406), when slow start is that; `None`: standard.
+    hystart: Option<HyStartPP>,
+    /// How the first slow start ended, and the window then.
+    ss_exit: Option<(ExitReason, usize)>,
 }
 
 impl NewReno {
@@ -144,6 +152,36 @@ impl NewReno {
             recovery_start: None,
             recovering: false,
             window_full: false,
+            hystart: None,
+            ss_exit: None,
+        }
+    }
+
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.hystart = (kind == SlowStartKind::HystartPlusPlus).then(HyStartPP::default);
+        self
+    }
+
+    /// How the first slow start ended, and the window then, once it has.
+    pub fn slow_start_exit(&self) -> Option<(ExitReason, usize)> {
+        self.ss_exit
+    }
+
+    fn note_slow_start_exit(&mut self, reason: ExitReason) {
+        self.ss_exit.get_or_insert((reason, self.cwnd));
+    }
+
+    /// The slow-start metrics (`ss_exit_reason`: 1 loss, 2 delay increase;
+    /// `ss_exit_cwnd` in bytes; HyStart++'s CSS entries and spurious ones).
+    pub(crate) fn visit_slow_start_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        if let Some((reason, cwnd)) = self.ss_exit {
+            f("ss_exit_reason", reason as u8 as f64);
+            f("ss_exit_cwnd", cwnd as f64);
+        }
+        if let Some(h) = &self.hystart {
+            f("hystart_css_entries", f64::from(h.css_entries));
+            f("hystart_css_spurious", f64::from(h.css_spurious));
         }
     }
 
@@ -192,6 +230,9 @@ impl NewReno {
     pub(crate) fn note_sent(&mut self, pkt: &SentPacket) {
         let cwnd = self.cwnd.max(Self::min_window_of(self.mss));
         self.window_full = pkt.bytes_in_flight + pkt.size + self.mss > cwnd;
+        if let Some(h) = &mut self.hystart {
+            h.on_sent(pkt);
+        }
     }
 
     /// Slow start and congestion avoidance for one ACK (RFC 9002 B.5).
@@ -209,13 +250,26 @@ impl NewReno {
             }
             return;
         }
+        if self.cwnd < slow_start_limit {
+            if let Some(h) = &mut self.hystart {
+                if h.on_ack(ack) == Verdict::EndSlowStart {
+                    self.ssthresh = self.cwnd;
+                    self.note_slow_start_exit(ExitReason::DelayIncrease);
+                    return;
+                }
+            }
+        }
         for pkt in ack.acked {
             if self.in_recovery(pkt.time_sent) {
                 continue;
             }
             self.recovering = false;
             if self.cwnd < slow_start_limit {
-                self.cwnd = self.cwnd.saturating_add(pkt.size);
+                let add = self
+                    .hystart
+                    .as_ref()
+                    .map_or(pkt.size, |h| h.increase(pkt.size));
+                self.cwnd = self.cwnd.saturating_add(add);
             } else {
                 // Appropriate Byte Counting, RFC 3465.
                 self.bytes_acked_ca += pkt.size;
@@ -288,6 +342,12 @@ impl CongestionController for NewReno {
         if !loss.new_recovery_period {
             return;
         }
+        if self.cwnd < self.ssthresh {
+            self.note_slow_start_exit(ExitReason::Loss);
+        }
+        if let Some(h) = &mut self.hystart {
+            h.reset();
+        }
         self.recovery_start = Some(now);
         self.recovering = true;
         self.ssthresh = ((self.cwnd as f64 * LOSS_REDUCTION_FACTOR) as usize)
@@ -321,10 +381,18 @@ impl CongestionController for NewReno {
         if self.recovering {
             "recovery"
         } else if self.cwnd < self.ssthresh {
-            "slow_start"
+            if self.hystart.as_ref().is_some_and(HyStartPP::in_css) {
+                "conservative_slow_start"
+            } else {
+                "slow_start"
+            }
         } else {
             "congestion_avoidance"
         }
+    }
+
+    fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.visit_slow_start_metrics(f);
     }
 }
 

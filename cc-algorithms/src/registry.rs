@@ -598,6 +598,17 @@ fn bbr3(p: &Params) -> Controller {
     }))
 }
 
+/// `slow_start=` of the window-based plugins that take it.
+const SLOW_START: ParamInfo = ParamInfo {
+    name: "slow_start",
+    unit: "standard or hystart++",
+    kind: ParamKind::Choice(&["standard", "hystart++"]),
+    default: Some(0.0),
+    min: 0.0,
+    max: 1.0,
+    help: "standard: double per round until ssthresh or a loss (RFC 9002); hystart++: RFC 9406, leave on an RTT rise through 5 rounds of conservative slow start (its constants: 4-16 ms threshold, 8 samples, growth / 4)",
+};
+
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo, BuiltinOptions::default())
 }
@@ -608,9 +619,13 @@ const ENTRIES: &[Entry] = &[
             name: "newreno",
             summary: "NewReno as RFC 9002 specifies it; the reference plugin",
             origin: Origin::Plugin,
-            params: &[ECN],
+            params: &[SLOW_START, ECN],
         },
-        build: |_| Controller::Plugin(Arc::new(NewRenoConfig::default())),
+        build: |p| {
+            Controller::Plugin(Arc::new(NewRenoConfig {
+                slow_start: crate::slow_start::SlowStartKind::from_code(p.get("slow_start")),
+            }))
+        },
     },
     Entry {
         info: AlgorithmInfo {
@@ -1375,7 +1390,7 @@ mod tests {
         let e = parse("bbr2:x=1").unwrap_err();
         assert!(e.to_string().ends_with("it takes no parameters"), "{e}");
         let e = parse("newreno:x=1").unwrap_err();
-        assert!(e.to_string().ends_with("valid: ecn"), "{e}");
+        assert!(e.to_string().ends_with("valid: slow_start, ecn"), "{e}");
         assert!(matches!(
             parse("newreno:ecn=l4s"),
             Err(SpecError::BadValue { .. })
