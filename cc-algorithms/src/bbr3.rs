@@ -908,8 +908,8 @@ impl Bbr3 {
         self.cycle_count += 1;
         self.max_bw_filter
             .expire(self.cycle_count, u64::from(self.p.bw_filter_cycles));
-        // The newest sample stays: a filter never goes empty while it
-        // has seen one, so the model keeps a bandwidth.
+        // If every sample has aged out, max_bw keeps its value until the
+        // next sample, so the model always has a bandwidth.
         let kept = self.max_bw_filter.get();
         if kept > 0.0 {
             self.max_bw = kept;
