@@ -244,12 +244,8 @@ impl NewReno {
     /// instead of ssthresh (EWPHCC's normal phase slow-starts whatever
     /// ssthresh is).
     pub(crate) fn grow_up_to(&mut self, ack: &AckEvent, slow_start_limit: usize) {
-        if self.window_underused(ack) {
-            if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
-                self.recovering = false;
-            }
-            return;
-        }
+        // HyStart++ takes every ACK's RTT sample in slow start, whether
+        // or not the window grows on it.
         if self.cwnd < slow_start_limit {
             if let Some(h) = &mut self.hystart {
                 if h.on_ack(ack) == Verdict::EndSlowStart {
@@ -258,6 +254,12 @@ impl NewReno {
                     return;
                 }
             }
+        }
+        if self.window_underused(ack) {
+            if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
+                self.recovering = false;
+            }
+            return;
         }
         for pkt in ack.acked {
             if self.in_recovery(pkt.time_sent) {

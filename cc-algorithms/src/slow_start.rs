@@ -20,8 +20,12 @@
 //! The next round's minimum (74.9 ms) entered CSS at once, with the window
 //! already at 392 kB against a BDP plus buffer of 200 kB, and the loss came
 //! 7 ms later. quiche's built-in Reno with its own HyStart++ lost 87 against
-//! 153 on the same link. RFC 9406 compares whole-round minima; this module
-//! does as the RFC says and leaves the finding open.
+//! 153 on the same link, entering CSS at 263 ms with a 288 kB window; the
+//! built-ins are not paced. Unpaced (`pacing = "off"` on the flow), this
+//! NewReno entered no CSS at all (153 lost, as standard): its rounds ended
+//! at packets 79 and 156, and the loss came before the round after 156
+//! ended, every round's minimum 40.6 ms. Why quiche's own does better is
+//! not found yet: both compare whole-round minima as RFC 9406 says.
 
 use std::time::Duration;
 
