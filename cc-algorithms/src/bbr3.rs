@@ -1,7 +1,7 @@
 //! BBR version 3 as the IETF draft specifies it (draft-ietf-ccwg-bbr-06,
-//! 6 July 2026), written from the draft's prose and pseudocode. Linux's
-//! out-of-tree `tcp_bbr.c` (v3), picoquic's `bbr.c` and quinn's BBRv3 pull
-//! request were read to compare behaviour; nothing is taken from them.
+//! 6 July 2026), written from the draft's prose and pseudocode. No other
+//! implementation was read for it; a comparison with Linux's out-of-tree
+//! v3, picoquic's and quinn's is still to be done.
 //!
 //! The model (draft sections 5.5 and 5.6): `max_bw` is a windowed maximum of
 //! delivery-rate samples over the last two PROBE_BW cycles; `min_rtt` a
