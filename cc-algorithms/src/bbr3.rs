@@ -87,7 +87,7 @@ use quiche::cc::{
 /// The draft's constants, each a parameter of `bbr3`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bbr3Config {
-    /// STARTUP's pacing gain (BBRStartupPacingGain, 4 ln 2 = 2.77).
+    /// STARTUP's pacing gain (BBRStartupPacingGain, 2.77, about 4 ln 2).
     pub startup_pacing_gain: f64,
     /// STARTUP's and DRAIN's cwnd gain (BBRStartupCwndGain, 2).
     pub startup_cwnd_gain: f64,
@@ -137,33 +137,39 @@ pub struct Bbr3Config {
     pub min_pipe_cwnd_packets: f64,
 }
 
+impl Bbr3Config {
+    /// The draft's values: the default, and the registry's defaults.
+    pub const DRAFT: Bbr3Config = Bbr3Config {
+        // The draft writes 2.77 (4 ln 2 = 2.7726).
+        startup_pacing_gain: 2.77,
+        startup_cwnd_gain: 2.0,
+        drain_pacing_gain: 0.5,
+        down_pacing_gain: 0.9,
+        up_pacing_gain: 1.25,
+        cwnd_gain: 2.0,
+        up_cwnd_gain: 2.25,
+        loss_thresh: 0.02,
+        beta: 0.7,
+        headroom: 0.15,
+        full_bw_growth: 1.25,
+        full_bw_rounds: 3,
+        startup_full_loss_count: 6,
+        bw_filter_cycles: 2,
+        extra_acked_rounds: 10,
+        min_rtt_filter: Duration::from_secs(10),
+        probe_rtt_interval: Duration::from_secs(5),
+        probe_rtt_duration: Duration::from_millis(200),
+        probe_rtt_cwnd_gain: 0.5,
+        probe_wait_base: Duration::from_secs(2),
+        probe_wait_spread: Duration::from_secs(1),
+        pacing_margin_percent: 1.0,
+        min_pipe_cwnd_packets: 4.0,
+    };
+}
+
 impl Default for Bbr3Config {
     fn default() -> Self {
-        Bbr3Config {
-            startup_pacing_gain: 4.0 * std::f64::consts::LN_2,
-            startup_cwnd_gain: 2.0,
-            drain_pacing_gain: 0.5,
-            down_pacing_gain: 0.9,
-            up_pacing_gain: 1.25,
-            cwnd_gain: 2.0,
-            up_cwnd_gain: 2.25,
-            loss_thresh: 0.02,
-            beta: 0.7,
-            headroom: 0.15,
-            full_bw_growth: 1.25,
-            full_bw_rounds: 3,
-            startup_full_loss_count: 6,
-            bw_filter_cycles: 2,
-            extra_acked_rounds: 10,
-            min_rtt_filter: Duration::from_secs(10),
-            probe_rtt_interval: Duration::from_secs(5),
-            probe_rtt_duration: Duration::from_millis(200),
-            probe_rtt_cwnd_gain: 0.5,
-            probe_wait_base: Duration::from_secs(2),
-            probe_wait_spread: Duration::from_secs(1),
-            pacing_margin_percent: 1.0,
-            min_pipe_cwnd_packets: 4.0,
-        }
+        Bbr3Config::DRAFT
     }
 }
 
@@ -268,8 +274,6 @@ pub struct RateSample {
     pub lost: u64,
     /// Bytes newly acknowledged by this ACK.
     pub newly_acked: u64,
-    /// Bytes newly lost since the previous ACK.
-    pub newly_lost: u64,
     /// The ACK's RTT sample.
     pub rtt: Option<Duration>,
 }
@@ -285,8 +289,6 @@ struct Sampler {
     app_limited: u64,
     /// C.lost: bytes declared lost so far.
     lost: u64,
-    /// Lost since the last ACK.
-    newly_lost: u64,
     /// Packets in flight, per space, in packet-number order.
     spaces: [VecDeque<PacketState>; 3],
     /// Whether the last packet taken off the front of each table was lost
@@ -310,7 +312,6 @@ impl Sampler {
             first_send_time: None,
             app_limited: 0,
             lost: 0,
-            newly_lost: 0,
             spaces: Default::default(),
             front_lost: [false; 3],
         }
@@ -355,13 +356,12 @@ impl Sampler {
         }
     }
 
-    /// Builds the rate sample of one ACK; `None` when it acknowledged no
-    /// packet the sampler knows.
+    /// Builds the rate sample of one ACK (no bytes and no rate when it
+    /// acknowledged no packet the sampler knows).
     fn on_ack(&mut self, ack: &AckEvent, now: Instant, min_rtt: Option<Duration>) -> RateSample {
         let space = space_index(ack.space);
         let mut rs = RateSample {
             rtt: ack.rtt_sample,
-            newly_lost: std::mem::take(&mut self.newly_lost),
             ..RateSample::default()
         };
         let mut newest: Option<PacketState> = None;
@@ -448,7 +448,6 @@ impl Sampler {
         if counted == 0 && loss.lost_bytes > 0 {
             ranges = 1;
         }
-        self.newly_lost += loss.lost_bytes as u64;
         self.pop_done(space);
         ranges
     }
@@ -552,7 +551,7 @@ pub struct Bbr3 {
     loss_in_round: bool,
     loss_round_start: bool,
     loss_round_delivered: u64,
-    loss_events_in_round: u32,
+    lost_ranges_in_round: u32,
 
     // PROBE_BW.
     ack_phase: AckPhase,
@@ -644,7 +643,7 @@ impl Bbr3 {
             loss_in_round: false,
             loss_round_start: false,
             loss_round_delivered: 0,
-            loss_events_in_round: 0,
+            lost_ranges_in_round: 0,
             ack_phase: AckPhase::Init,
             cycle_stamp: None,
             rounds_since_bw_probe: 0,
@@ -930,7 +929,7 @@ impl Bbr3 {
         }
         self.adapt_lower_bounds_from_congestion();
         self.loss_in_round = false;
-        self.loss_events_in_round = 0;
+        self.lost_ranges_in_round = 0;
     }
 
     fn adapt_lower_bounds_from_congestion(&mut self) {
@@ -1011,7 +1010,7 @@ impl Bbr3 {
         if self.loss_round_start
             && self.recovery_start.is_some()
             && self.round_count > self.recovery_round
-            && self.loss_events_in_round >= self.p.startup_full_loss_count
+            && self.lost_ranges_in_round >= self.p.startup_full_loss_count
             && self.is_inflight_too_high(self.rs.lost, self.rs.tx_in_flight)
         {
             self.undo_state = Some(UndoState::Startup);
@@ -1432,7 +1431,7 @@ impl CongestionController for Bbr3 {
                 too_high = Some((p.is_app_limited, (inflight_prev + lost_prefix).max(0.0)));
             }
         });
-        self.loss_events_in_round = self.loss_events_in_round.saturating_add(ranges);
+        self.lost_ranges_in_round = self.lost_ranges_in_round.saturating_add(ranges);
         if let Some((app_limited, at_loss)) = too_high {
             self.handle_inflight_too_high(app_limited, at_loss, now);
         }
@@ -1444,7 +1443,6 @@ impl CongestionController for Bbr3 {
             self.recovery_start = Some(now);
             self.recovery_round = self.round_count;
         }
-        self.sampler.newly_lost = 0;
     }
 
     fn on_persistent_congestion(&mut self, now: Instant) {
