@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare slow-start compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
 
 all: build
 
@@ -154,6 +154,13 @@ bbr-cases: bootstrap
 bbr-compare: bootstrap
 	$(CARGO) build --release -q -p harness --bin cclab
 	./scripts/bbr-compare.py
+
+# docs/slow-start.md: every slow start of NewReno (and Westwood+, quiche's
+# Reno and CUBIC) on simulated drop-tail links of 1 to 4 BDP: when, why and
+# with what window it ended, its overshoot (JSON=1 for the rows as JSON).
+slow-start: bootstrap
+	$(CARGO) build --release -q -p harness --bin cclab
+	./scripts/slow-start.py
 
 # The shipped single-link scenarios at REV and here, every result file
 # compared byte for byte (REV is built once under target/rev/).

@@ -47,6 +47,7 @@ use quiche::cc::{
 };
 
 use crate::newreno::{delegate_window_to_reno, NewReno};
+use crate::slow_start::SlowStartKind;
 
 /// Binomial configuration; it is also the factory.
 #[derive(Debug, Clone)]
@@ -61,11 +62,14 @@ pub struct BinomialConfig {
     pub alpha: f64,
     /// Decrease constant.
     pub beta: f64,
+    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
+    pub slow_start: SlowStartKind,
 }
 
 impl BinomialConfig {
     /// AIMD, TCP's rule.
     pub const AIMD: BinomialConfig = BinomialConfig {
+        slow_start: SlowStartKind::Standard,
         name: "aimd",
         k: 0.0,
         l: 1.0,
@@ -74,6 +78,7 @@ impl BinomialConfig {
     };
     /// Inverse increase, additive decrease.
     pub const IIAD: BinomialConfig = BinomialConfig {
+        slow_start: SlowStartKind::Standard,
         name: "iiad",
         k: 1.0,
         l: 0.0,
@@ -82,6 +87,7 @@ impl BinomialConfig {
     };
     /// Square-root increase and decrease.
     pub const SQRT: BinomialConfig = BinomialConfig {
+        slow_start: SlowStartKind::Standard,
         name: "sqrt",
         k: 0.5,
         l: 0.5,
@@ -94,6 +100,7 @@ impl BinomialConfig {
     /// Not the TCP/EXP paper's MIMD (MIMD-Poly, its references
     /// \[26\]-\[29\], undefined there and unobtainable): see the module docs.
     pub const MIMD: BinomialConfig = BinomialConfig {
+        slow_start: SlowStartKind::Standard,
         name: "mimd",
         k: -1.0,
         l: 1.0,
@@ -108,7 +115,7 @@ impl CongestionControllerFactory for BinomialConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Binomial::new(self.clone(), config))
+        Box::new(Binomial::new(self.clone(), config).with_slow_start(self.slow_start))
     }
 }
 
@@ -122,6 +129,12 @@ pub struct Binomial {
 }
 
 impl Binomial {
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.reno = self.reno.with_slow_start(kind);
+        self
+    }
+
     /// A controller for a new path.
     pub fn new(cfg: BinomialConfig, config: &ControllerConfig) -> Self {
         Binomial {
@@ -153,8 +166,8 @@ impl Binomial {
 }
 
 impl CongestionController for Binomial {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
-        self.reno.note_sent(pkt);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        self.reno.note_sent(pkt, now);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
@@ -184,6 +197,10 @@ impl CongestionController for Binomial {
     }
 
     delegate_window_to_reno!(reno);
+
+    fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
+    }
 }
 
 #[cfg(test)]

@@ -41,12 +41,15 @@ use quiche::cc::{
 };
 
 use crate::newreno::{delegate_window_to_reno, NewReno};
+use crate::slow_start::SlowStartKind;
 
 /// BR-TCP configuration; it is also the factory.
 #[derive(Debug, Clone)]
 pub struct BrTcpConfig {
     /// Reserved bandwidth `r`, bit/s.
     pub reserved_bps: f64,
+    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
+    pub slow_start: SlowStartKind,
 }
 
 impl CongestionControllerFactory for BrTcpConfig {
@@ -55,7 +58,7 @@ impl CongestionControllerFactory for BrTcpConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(BrTcp::new(self.clone(), config))
+        Box::new(BrTcp::new(self.clone(), config).with_slow_start(self.slow_start))
     }
 }
 
@@ -69,6 +72,12 @@ pub struct BrTcp {
 }
 
 impl BrTcp {
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.reno = self.reno.with_slow_start(kind);
+        self
+    }
+
     /// A controller for a new path.
     pub fn new(cfg: BrTcpConfig, config: &ControllerConfig) -> Self {
         BrTcp {
@@ -93,15 +102,15 @@ impl BrTcp {
 }
 
 impl CongestionController for BrTcp {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
-        self.reno.note_sent(pkt);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        self.reno.note_sent(pkt, now);
     }
 
-    fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         if let Some(m) = ack.rtt.min_rtt {
             self.min_rtt = Some(m);
         }
-        self.reno.grow(ack);
+        self.reno.grow(ack, now);
     }
 
     fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
@@ -125,6 +134,7 @@ impl CongestionController for BrTcp {
     delegate_window_to_reno!(reno);
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
         if let Some(s) = self.reserved_ssthresh(self.min_rtt) {
             f("br_tcp_reserved_ssthresh", s as f64);
         }
@@ -137,7 +147,13 @@ mod tests {
     use crate::testing::{config, Driver, MSS};
 
     fn br(reserved_bps: f64) -> Driver<BrTcp> {
-        Driver::new(BrTcp::new(BrTcpConfig { reserved_bps }, &config()))
+        Driver::new(BrTcp::new(
+            BrTcpConfig {
+                reserved_bps,
+                slow_start: SlowStartKind::Standard,
+            },
+            &config(),
+        ))
     }
 
     #[test]

@@ -99,6 +99,7 @@ use quiche::cc::{
 
 use crate::estimators::{RoundTracker, WestwoodEstimator, WestwoodFilterKind};
 use crate::newreno::{delegate_window_to_reno, NewReno};
+use crate::slow_start::SlowStartKind;
 
 /// Which of the two algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,12 +128,15 @@ pub struct DcmConfig {
     pub variant: Variant,
     /// The bandwidth filter.
     pub filter: WestwoodFilterKind,
+    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
+    pub slow_start: SlowStartKind,
 }
 
 impl DcmConfig {
     /// A variant with its paper's filter.
     pub fn new(variant: Variant) -> Self {
         DcmConfig {
+            slow_start: SlowStartKind::Standard,
             variant,
             filter: variant.paper_filter(),
         }
@@ -148,7 +152,9 @@ impl CongestionControllerFactory for DcmConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Dcm::with_filter(self.variant, self.filter, config))
+        Box::new(
+            Dcm::with_filter(self.variant, self.filter, config).with_slow_start(self.slow_start),
+        )
     }
 }
 
@@ -175,6 +181,12 @@ pub struct Dcm {
 }
 
 impl Dcm {
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.reno = self.reno.with_slow_start(kind);
+        self
+    }
+
     /// A controller for a new path, with the variant's paper filter.
     pub fn new(variant: Variant, config: &ControllerConfig) -> Self {
         Self::with_filter(variant, variant.paper_filter(), config)
@@ -247,9 +259,9 @@ impl Dcm {
 }
 
 impl CongestionController for Dcm {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
-        self.reno.note_sent(pkt);
+        self.reno.note_sent(pkt, now);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
@@ -273,6 +285,12 @@ impl CongestionController for Dcm {
             }
             self.rtt_old = Some(srtt);
         }
+        // The slow-start exit rule (`slow_start=`) sees every ACK in slow
+        // start; DCM's own growth below is scaled by it (CSS).
+        if self.reno.slow_start_rule(ack, now) {
+            self.cwnd_pkts = self.reno.cwnd as f64 / self.mss();
+            return;
+        }
         if self.reno.window_underused(ack) {
             return;
         }
@@ -289,7 +307,12 @@ impl CongestionController for Dcm {
         let ssthresh_pkts = self.reno.ssthresh as f64 / self.mss();
         for _ in 0..fresh {
             let slow_start = self.cwnd_pkts < ssthresh_pkts;
-            self.cwnd_pkts += self.growth_per_packet(slow_start);
+            let scale = if slow_start {
+                self.reno.slow_start_scale()
+            } else {
+                1.0
+            };
+            self.cwnd_pkts += self.growth_per_packet(slow_start) * scale;
             if slow_start && self.variant == Variant::DcmPlus {
                 // Never past the measured ssthresh.
                 self.cwnd_pkts = self.cwnd_pkts.min(ssthresh_pkts);
@@ -322,6 +345,7 @@ impl CongestionController for Dcm {
     delegate_window_to_reno!(reno);
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
         f("dcm_rate_ca", self.rate_ca);
         f("dcm_bwe_bps", self.bwe() * 8.0);
         if let Some(m) = self.rtt_min {

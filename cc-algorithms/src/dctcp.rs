@@ -59,6 +59,7 @@ use quiche::cc::{
 
 use crate::ecn::{AlphaEstimator, CongestionPeriod, PacketNumbers};
 use crate::newreno::{delegate_window_to_reno, NewReno};
+use crate::slow_start::SlowStartKind;
 
 /// DCTCP configuration; it is also the factory.
 #[derive(Debug, Clone)]
@@ -69,12 +70,15 @@ pub struct DctcpConfig {
     pub alpha_init: f64,
     /// Send ECT(1) instead of ECT(0).
     pub ect1: bool,
+    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
+    pub slow_start: SlowStartKind,
 }
 
 impl Default for DctcpConfig {
     /// RFC 8257's and Linux's: g = 1/16, alpha = 1, ECT(0).
     fn default() -> Self {
         DctcpConfig {
+            slow_start: SlowStartKind::Standard,
             g: 1.0 / 16.0,
             alpha_init: 1.0,
             ect1: false,
@@ -88,7 +92,7 @@ impl CongestionControllerFactory for DctcpConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Dctcp::new(self, config))
+        Box::new(Dctcp::new(self, config).with_slow_start(self.slow_start))
     }
 }
 
@@ -110,6 +114,12 @@ pub struct Dctcp {
 }
 
 impl Dctcp {
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.reno = self.reno.with_slow_start(kind);
+        self
+    }
+
     /// A controller for a new path.
     pub fn new(cfg: &DctcpConfig, config: &ControllerConfig) -> Self {
         Dctcp {
@@ -161,6 +171,7 @@ impl CongestionController for Dctcp {
     delegate_window_to_reno!(reno);
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
         f("dctcp_alpha", self.alpha.alpha);
         f("dctcp_ce_reductions", self.ce_reductions as f64);
         f("dctcp_ce", self.ce_marks as f64);

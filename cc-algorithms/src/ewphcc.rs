@@ -115,6 +115,7 @@ use quiche::cc::{
 
 use crate::estimators::{Ewma, RoundTracker};
 use crate::newreno::{delegate_window_to_reno, NewReno};
+use crate::slow_start::SlowStartKind;
 
 /// EWPHCC parameters; the config is also the factory.
 #[derive(Debug, Clone)]
@@ -132,6 +133,8 @@ pub struct EwphccConfig {
     pub gamma: f64,
     /// Fraction of the window kept on a loss.
     pub loss_factor: f64,
+    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
+    pub slow_start: SlowStartKind,
 }
 
 impl EwphccConfig {
@@ -155,6 +158,7 @@ impl EwphccConfig {
 impl Default for EwphccConfig {
     fn default() -> Self {
         EwphccConfig {
+            slow_start: SlowStartKind::Standard,
             phi: Self::DEFAULT_PHI,
             alpha: 2.0,
             decrease: 0.0,
@@ -171,7 +175,7 @@ impl CongestionControllerFactory for EwphccConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Ewphcc::new(self.clone(), config))
+        Box::new(Ewphcc::new(self.clone(), config).with_slow_start(self.slow_start))
     }
 }
 
@@ -213,6 +217,12 @@ pub struct Ewphcc {
 }
 
 impl Ewphcc {
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.reno = self.reno.with_slow_start(kind);
+        self
+    }
+
     /// A controller for a new path.
     pub fn new(cfg: EwphccConfig, config: &ControllerConfig) -> Self {
         let w = 1.0 - cfg.phi.clamp(0.0, 1.0);
@@ -314,13 +324,13 @@ impl Ewphcc {
 }
 
 impl CongestionController for Ewphcc {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
-        self.reno.note_sent(pkt);
+        self.reno.note_sent(pkt, now);
         self.round_sent += 1;
     }
 
-    fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
         if let Some(s) = ack.rtt_sample {
             self.d_min = Some(self.d_min.map_or(s, |m| m.min(s)));
             self.round_rtt = Some(self.round_rtt.map_or(s, |m| m.min(s)));
@@ -332,7 +342,7 @@ impl CongestionController for Ewphcc {
         // Normal phase: slow-start growth ("cwnd *= 2" per round), and
         // recovery bookkeeping, are NewReno's.
         if self.phase == Phase::Normal {
-            self.reno.grow_up_to(ack, usize::MAX);
+            self.reno.grow_up_to(ack, usize::MAX, now);
         } else if ack
             .acked
             .iter()
@@ -364,6 +374,7 @@ impl CongestionController for Ewphcc {
     delegate_window_to_reno!(reno);
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
         f("ewphcc_p_d", self.p_d.get().unwrap_or(0.0));
         f("ewphcc_p_l", self.p_l.get().unwrap_or(0.0));
         f("ewphcc_w_est", self.w_est);

@@ -91,6 +91,7 @@ use quiche::cc::{
 };
 
 use crate::newreno::NewReno;
+use crate::slow_start::SlowStartKind;
 
 /// TCP/EXP configuration; it is also the factory.
 #[derive(Debug, Clone)]
@@ -107,6 +108,8 @@ pub struct ExpConfig {
     pub literal: bool,
     /// Initial window, packets (at least the minimum window of 2).
     pub iw: usize,
+    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
+    pub slow_start: SlowStartKind,
 }
 
 impl ExpConfig {
@@ -118,6 +121,7 @@ impl ExpConfig {
 impl Default for ExpConfig {
     fn default() -> Self {
         ExpConfig {
+            slow_start: SlowStartKind::Standard,
             alpha: 1.0,
             beta: 0.5,
             k: 1.0,
@@ -134,7 +138,7 @@ impl CongestionControllerFactory for ExpConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Exp::new(self.clone(), config))
+        Box::new(Exp::new(self.clone(), config).with_slow_start(self.slow_start))
     }
 }
 
@@ -153,6 +157,12 @@ pub struct Exp {
 }
 
 impl Exp {
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.reno = self.reno.with_slow_start(kind);
+        self
+    }
+
     /// A controller for a new path.
     pub fn new(cfg: ExpConfig, config: &ControllerConfig) -> Self {
         let config = ControllerConfig {
@@ -214,8 +224,8 @@ impl Exp {
 }
 
 impl CongestionController for Exp {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
-        self.reno.note_sent(pkt);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        self.reno.note_sent(pkt, now);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
@@ -275,6 +285,7 @@ impl CongestionController for Exp {
     }
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
         f("exp_w_c_packets", self.w_c);
     }
 }

@@ -62,7 +62,7 @@
 
 use std::time::Instant;
 
-use crate::slow_start::{ExitReason, HyStartPP, SlowStartKind, Verdict};
+use crate::slow_start::{ExitReason, ExitRule, SlowStartKind, Verdict};
 use quiche::cc::{
     AckEvent, CongestionController, CongestionControllerFactory, ControllerConfig, LossEvent,
     SentPacket,
@@ -134,10 +134,12 @@ pub struct NewReno {
     /// full-size datagram: the sender was limited by the window, not by the
     /// application ([`note_sent`](Self::note_sent)).
     window_full: bool,
-    /// HyStart++ (RFC 9406), when slow start is that; `None`: standard.
-    hystart: Option<HyStartPP>,
+    /// The slow-start exit rule (HyStart++ or SEARCH); `None`: standard.
+    rule: Option<ExitRule>,
     /// How the first slow start ended, and the window then.
     ss_exit: Option<(ExitReason, usize)>,
+    /// Whether `ss_exit` is a CSS entry that a spurious rise may undo.
+    exit_in_css: bool,
 }
 
 impl NewReno {
@@ -152,14 +154,15 @@ impl NewReno {
             recovery_start: None,
             recovering: false,
             window_full: false,
-            hystart: None,
+            rule: None,
             ss_exit: None,
+            exit_in_css: false,
         }
     }
 
     /// The same controller with `kind` of slow start.
     pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.hystart = (kind == SlowStartKind::HystartPlusPlus).then(HyStartPP::default);
+        self.rule = ExitRule::new(kind);
         self
     }
 
@@ -168,7 +171,8 @@ impl NewReno {
         self.ss_exit
     }
 
-    fn note_slow_start_exit(&mut self, reason: ExitReason) {
+    /// Records how the first slow start ended (the first call wins).
+    pub(crate) fn note_slow_start_exit(&mut self, reason: ExitReason) {
         self.ss_exit.get_or_insert((reason, self.cwnd));
     }
 
@@ -179,9 +183,8 @@ impl NewReno {
             f("ss_exit_reason", reason as u8 as f64);
             f("ss_exit_cwnd", cwnd as f64);
         }
-        if let Some(h) = &self.hystart {
-            f("hystart_css_entries", f64::from(h.css_entries));
-            f("hystart_css_spurious", f64::from(h.css_spurious));
+        if let Some(r) = &self.rule {
+            r.visit_metrics(f);
         }
     }
 
@@ -227,33 +230,81 @@ impl NewReno {
     /// full-size datagram; for [`window_underused`](Self::window_underused).
     /// Controllers that keep a [`NewReno`] pass their `on_packet_sent` on
     /// to it; without it, the sample alone decides.
-    pub(crate) fn note_sent(&mut self, pkt: &SentPacket) {
+    pub(crate) fn note_sent(&mut self, pkt: &SentPacket, now: Instant) {
         let cwnd = self.cwnd.max(Self::min_window_of(self.mss));
         self.window_full = pkt.bytes_in_flight + pkt.size + self.mss > cwnd;
-        if let Some(h) = &mut self.hystart {
-            h.on_sent(pkt);
+        if let Some(r) = &mut self.rule {
+            r.on_sent(pkt, now);
+        }
+    }
+
+    /// Runs the exit rule on an ACK in slow start (below ssthresh, out of
+    /// recovery); true when it ended slow start on this ACK (the window is
+    /// then set, nothing grows). Controllers with a growth of their own
+    /// (DCM) call it before growing, and scale their slow-start growth by
+    /// [`slow_start_scale`](Self::slow_start_scale).
+    pub(crate) fn slow_start_rule(&mut self, ack: &AckEvent, now: Instant) -> bool {
+        if self.cwnd >= self.ssthresh || self.recovering {
+            return false;
+        }
+        let underused = self.window_underused(ack);
+        let Some(rule) = &mut self.rule else {
+            return false;
+        };
+        match rule.on_ack(ack, now, self.cwnd, underused) {
+            Verdict::Continue => false,
+            Verdict::EnterCss => {
+                if self.ss_exit.is_none() {
+                    self.note_slow_start_exit(ExitReason::DelayIncrease);
+                    self.exit_in_css = true;
+                }
+                false
+            }
+            Verdict::ResumeSlowStart => {
+                if self.exit_in_css {
+                    self.ss_exit = None;
+                    self.exit_in_css = false;
+                }
+                false
+            }
+            Verdict::EndSlowStart => {
+                self.ssthresh = self.cwnd;
+                self.exit_in_css = false;
+                true
+            }
+            Verdict::ExitWith(cwnd) => {
+                self.note_slow_start_exit(ExitReason::BandwidthPlateau);
+                self.cwnd = cwnd.clamp(Self::min_window_of(self.mss), self.cwnd);
+                self.ssthresh = self.cwnd;
+                self.bytes_acked_ca = 0;
+                true
+            }
+        }
+    }
+
+    /// The share of slow start's growth the exit rule allows now: a
+    /// quarter in HyStart++'s CSS, else all.
+    pub(crate) fn slow_start_scale(&self) -> f64 {
+        match &self.rule {
+            Some(r) => r.increase(1 << 20) as f64 / (1 << 20) as f64,
+            None => 1.0,
         }
     }
 
     /// Slow start and congestion avoidance for one ACK (RFC 9002 B.5).
-    pub(crate) fn grow(&mut self, ack: &AckEvent) {
-        self.grow_up_to(ack, self.ssthresh);
+    pub(crate) fn grow(&mut self, ack: &AckEvent, now: Instant) {
+        self.grow_up_to(ack, self.ssthresh, now);
     }
 
     /// [`grow`](Self::grow) with slow start up to `slow_start_limit`
     /// instead of ssthresh (EWPHCC's normal phase slow-starts whatever
     /// ssthresh is).
-    pub(crate) fn grow_up_to(&mut self, ack: &AckEvent, slow_start_limit: usize) {
-        // HyStart++ takes every ACK's RTT sample in slow start, whether
-        // or not the window grows on it.
-        if self.cwnd < slow_start_limit {
-            if let Some(h) = &mut self.hystart {
-                if h.on_ack(ack) == Verdict::EndSlowStart {
-                    self.ssthresh = self.cwnd;
-                    self.note_slow_start_exit(ExitReason::DelayIncrease);
-                    return;
-                }
-            }
+    pub(crate) fn grow_up_to(&mut self, ack: &AckEvent, slow_start_limit: usize, now: Instant) {
+        // The exit rule takes every ACK in slow start (below ssthresh,
+        // whatever the caller's limit), whether or not the window grows on
+        // it: HyStart++ its RTT sample, SEARCH its delivered bytes.
+        if self.slow_start_rule(ack, now) {
+            return;
         }
         if self.window_underused(ack) {
             if ack.acked.iter().any(|p| !self.in_recovery(p.time_sent)) {
@@ -268,9 +319,9 @@ impl NewReno {
             self.recovering = false;
             if self.cwnd < slow_start_limit {
                 let add = self
-                    .hystart
+                    .rule
                     .as_ref()
-                    .map_or(pkt.size, |h| h.increase(pkt.size));
+                    .map_or(pkt.size, |r| r.increase(pkt.size));
                 self.cwnd = self.cwnd.saturating_add(add);
             } else {
                 // Appropriate Byte Counting, RFC 3465.
@@ -332,12 +383,12 @@ impl NewReno {
 }
 
 impl CongestionController for NewReno {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
-        self.note_sent(pkt);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        self.note_sent(pkt, now);
     }
 
-    fn on_ack(&mut self, ack: &AckEvent, _now: Instant) {
-        self.grow(ack);
+    fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
+        self.grow(ack, now);
     }
 
     fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
@@ -347,9 +398,10 @@ impl CongestionController for NewReno {
         if self.cwnd < self.ssthresh {
             self.note_slow_start_exit(ExitReason::Loss);
         }
-        if let Some(h) = &mut self.hystart {
-            h.reset();
+        if let Some(r) = &mut self.rule {
+            r.reset();
         }
+        self.exit_in_css = false;
         self.recovery_start = Some(now);
         self.recovering = true;
         self.ssthresh = ((self.cwnd as f64 * LOSS_REDUCTION_FACTOR) as usize)
@@ -383,7 +435,7 @@ impl CongestionController for NewReno {
         if self.recovering {
             "recovery"
         } else if self.cwnd < self.ssthresh {
-            if self.hystart.as_ref().is_some_and(HyStartPP::in_css) {
+            if self.rule.as_ref().is_some_and(ExitRule::in_css) {
                 "conservative_slow_start"
             } else {
                 "slow_start"

@@ -209,6 +209,7 @@ const BR_TCP_PARAMS: &[ParamInfo] = &[
         max: 1e13,
         help: "bandwidth reserved for the flow; sets ssthresh = reserved x min RTT after a loss",
     },
+    SLOW_START,
     ECN,
 ];
 
@@ -238,6 +239,7 @@ const EXP_PARAMS: &[ParamInfo] = &[
     number("l", "1", 1.0, 0.0, 10.0, "order of the decrease rule"),
     number("literal", "0 or 1", 0.0, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
     number("iw", "packets", 10.0, 2.0, 1000.0, "initial window; 10 is ours (quiche's default); the paper's ns-2 default of 1 packet is QUIC's minimum, 2"),
+    SLOW_START,
     ECN,
 ];
 
@@ -290,12 +292,13 @@ const EWPHCC_PARAMS: &[ParamInfo] = &[
         1.0,
         "fraction of the window kept on a loss (0.75: ns-2 Vegas, as the report's simulations ran; 0.5: the report's text)",
     ),
+    SLOW_START,
     ECN,
 ];
 
 /// `filter=` of DCM+ and DCM: the bandwidth filter, with the paper's as
 /// default (codes of `estimators::WestwoodFilterKind`).
-const fn dcm_params(default_filter: f64) -> [ParamInfo; 2] {
+const fn dcm_params(default_filter: f64) -> [ParamInfo; 3] {
     [
         number(
         "filter",
@@ -305,7 +308,8 @@ const fn dcm_params(default_filter: f64) -> [ParamInfo; 2] {
         2.0,
         "bandwidth filter: 0 Linux tcp_westwood.c (Westwood+); 1 ns-3 Westwood, per-ACK Tustin (DCM's paper); 2 ns-3 Westwood+, per-RTT Tustin (DCM+'s paper)",
         ),
-        ECN,
+        SLOW_START,
+    ECN,
     ]
 }
 
@@ -318,7 +322,11 @@ const DCM_PARAMS: &[ParamInfo] = &dcm_params(1.0);
 fn dcm(variant: Variant, p: &Params) -> Controller {
     let filter = crate::estimators::WestwoodFilterKind::from_code(p.get("filter"))
         .unwrap_or_else(|| variant.paper_filter());
-    Controller::Plugin(Arc::new(DcmConfig { variant, filter }))
+    Controller::Plugin(Arc::new(DcmConfig {
+        variant,
+        filter,
+        slow_start: slow_start(p),
+    }))
 }
 
 const HYSTART: ParamInfo = number(
@@ -443,7 +451,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
 ];
 
 /// The binomial parameters, with a preset's constants as defaults.
-const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 5] {
+const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 6] {
     [
         number(
             "k",
@@ -470,6 +478,7 @@ const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 5] {
             "increase constant",
         ),
         number("beta", "1", preset.beta, 1e-6, 1000.0, "decrease constant"),
+        SLOW_START,
         ECN,
     ]
 }
@@ -481,6 +490,7 @@ const MIMD_PARAMS: &[ParamInfo] = &binomial_params(BinomialConfig::MIMD);
 
 fn binomial(name: &'static str, p: &Params) -> Controller {
     Controller::Plugin(Arc::new(BinomialConfig {
+        slow_start: slow_start(p),
         name,
         k: p.get("k"),
         l: p.get("l"),
@@ -518,6 +528,7 @@ const DCTCP_PARAMS: &[ParamInfo] = &[
         max: 1.0,
         help: "codepoint sent: ect0 as RFC 8257 and Linux by default; ect1 as Linux's dctcp_ect=1, to be classed L4S by a DualQ AQM",
     },
+    SLOW_START,
 ];
 
 const PRAGUE_PARAMS: &[ParamInfo] = &[
@@ -601,13 +612,18 @@ fn bbr3(p: &Params) -> Controller {
 /// `slow_start=` of the window-based plugins that take it.
 const SLOW_START: ParamInfo = ParamInfo {
     name: "slow_start",
-    unit: "standard or hystart++",
-    kind: ParamKind::Choice(&["standard", "hystart++"]),
+    unit: "standard, hystart++ or search",
+    kind: ParamKind::Choice(&["standard", "hystart++", "search"]),
     default: Some(0.0),
     min: 0.0,
-    max: 1.0,
+    max: 2.0,
     help: "standard: double per round until ssthresh or a loss (RFC 9002); hystart++: RFC 9406, leave on an RTT rise through 5 rounds of conservative slow start (its constants: 4-16 ms threshold, 8 samples, growth / 4)",
 };
+
+/// The `slow_start=` choice of a spec.
+fn slow_start(p: &Params) -> crate::slow_start::SlowStartKind {
+    crate::slow_start::SlowStartKind::from_code(p.get("slow_start"))
+}
 
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
     Controller::Builtin(algo, BuiltinOptions::default())
@@ -667,7 +683,10 @@ const ENTRIES: &[Entry] = &[
         build: |p| {
             let filter = crate::estimators::WestwoodFilterKind::from_code(p.get("filter"))
                 .unwrap_or(crate::estimators::WestwoodFilterKind::Linux);
-            Controller::Plugin(Arc::new(WestwoodConfig { filter }))
+            Controller::Plugin(Arc::new(WestwoodConfig {
+                filter,
+                slow_start: slow_start(p),
+            }))
         },
     },
     Entry {
@@ -680,6 +699,7 @@ const ENTRIES: &[Entry] = &[
         },
         build: |p| {
             Controller::Plugin(Arc::new(BrTcpConfig {
+            slow_start: slow_start(p),
                 reserved_bps: p.get("reserved"),
             }))
         },
@@ -693,6 +713,7 @@ const ENTRIES: &[Entry] = &[
         },
         build: |p| {
             Controller::Plugin(Arc::new(ExpConfig {
+            slow_start: slow_start(p),
                 alpha: p.get("alpha"),
                 beta: p.get("beta"),
                 k: p.get("k"),
@@ -755,6 +776,7 @@ const ENTRIES: &[Entry] = &[
         },
         build: |p| {
             Controller::Plugin(Arc::new(EwphccConfig {
+            slow_start: slow_start(p),
                 phi: p.get("phi"),
                 alpha: p.get("alpha"),
                 decrease: p.get("decrease"),
@@ -875,6 +897,7 @@ const ENTRIES: &[Entry] = &[
         },
         build: |p| {
             Controller::Plugin(Arc::new(crate::dctcp::DctcpConfig {
+            slow_start: slow_start(p),
                 g: p.get("g"),
                 alpha_init: p.get("alpha_init"),
                 ect1: p.get("ect") >= 0.5,

@@ -27,7 +27,7 @@
 //! ended, every round's minimum 40.6 ms. Why quiche's own does better is
 //! not found yet: both compare whole-round minima as RFC 9406 says.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use quiche::cc::{AckEvent, PacketSpace, SentPacket};
 
@@ -54,12 +54,17 @@ pub enum SlowStartKind {
     Standard,
     /// HyStart++ (RFC 9406).
     HystartPlusPlus,
+    /// SEARCH (draft-chung-ccwg-search-10).
+    Search,
 }
 
 impl SlowStartKind {
-    /// From the registry's choice index (`standard`, `hystart++`).
+    /// From the registry's choice index (`standard`, `hystart++`,
+    /// `search`).
     pub fn from_code(code: f64) -> Self {
-        if code >= 0.5 {
+        if code >= 1.5 {
+            SlowStartKind::Search
+        } else if code >= 0.5 {
             SlowStartKind::HystartPlusPlus
         } else {
             SlowStartKind::Standard
@@ -67,22 +72,106 @@ impl SlowStartKind {
     }
 }
 
+/// The exit rule a slow start runs besides a loss.
+#[derive(Debug, Clone)]
+pub enum ExitRule {
+    /// HyStart++ (RFC 9406).
+    HyStart(HyStartPP),
+    /// SEARCH (draft-chung-ccwg-search).
+    Search(Search),
+}
+
+impl ExitRule {
+    /// The rule of `kind`; `None` for standard slow start.
+    pub fn new(kind: SlowStartKind) -> Option<ExitRule> {
+        match kind {
+            SlowStartKind::Standard => None,
+            SlowStartKind::HystartPlusPlus => Some(ExitRule::HyStart(HyStartPP::default())),
+            SlowStartKind::Search => Some(ExitRule::Search(Search::default())),
+        }
+    }
+
+    /// Records a sent packet.
+    pub fn on_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        match self {
+            ExitRule::HyStart(h) => h.on_sent(pkt),
+            ExitRule::Search(s) => s.on_sent(pkt, now),
+        }
+    }
+
+    /// One ACK in slow start (or CSS), with the window before it;
+    /// `app_limited` when the window was not used (RFC 9002 7.8).
+    pub fn on_ack(
+        &mut self,
+        ack: &AckEvent,
+        now: Instant,
+        cwnd: usize,
+        app_limited: bool,
+    ) -> Verdict {
+        match self {
+            ExitRule::HyStart(h) => h.on_ack(ack),
+            ExitRule::Search(s) => s.on_ack(ack, now, cwnd, app_limited),
+        }
+    }
+
+    /// The window increase for `acked` bytes in slow start.
+    pub fn increase(&self, acked: usize) -> usize {
+        match self {
+            ExitRule::HyStart(h) => h.increase(acked),
+            ExitRule::Search(_) => acked,
+        }
+    }
+
+    /// Whether it is in HyStart++'s Conservative Slow Start.
+    pub fn in_css(&self) -> bool {
+        matches!(self, ExitRule::HyStart(h) if h.in_css())
+    }
+
+    /// Slow start ended some other way (a loss).
+    pub fn reset(&mut self) {
+        match self {
+            ExitRule::HyStart(h) => h.reset(),
+            ExitRule::Search(s) => s.reset(),
+        }
+    }
+
+    /// The rule's own counters, for qlog.
+    pub fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        match self {
+            ExitRule::HyStart(h) => {
+                f("hystart_css_entries", f64::from(h.css_entries));
+                f("hystart_css_spurious", f64::from(h.css_spurious));
+            }
+            ExitRule::Search(s) => s.visit_metrics(f),
+        }
+    }
+}
+
 /// Why slow start ended (logged as `ss_exit_reason`: the code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitReason {
-    /// A loss (or a congestion event) in slow start or CSS: code 1.
+    /// A loss (or a congestion event) in slow start: code 1.
     Loss = 1,
-    /// HyStart++ saw the RTT rise and CSS ran its rounds: code 2.
+    /// An RTT rule (HyStart++ entering CSS, Vegas's gamma): code 2.
     DelayIncrease = 2,
+    /// The delivery rate stopped growing (SEARCH): code 3.
+    BandwidthPlateau = 3,
 }
 
-/// What HyStart++ tells the window after an ACK.
+/// What an exit rule tells the window after an ACK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Slow start (or CSS) goes on.
     Continue,
+    /// HyStart++ saw the RTT rise: slow start has ended, CSS begins.
+    EnterCss,
+    /// The rise was spurious: CSS ends, slow start resumes.
+    ResumeSlowStart,
     /// CSS is over: set ssthresh to the window.
     EndSlowStart,
+    /// SEARCH found the delivery rate flat: leave slow start with this
+    /// window (bytes), ssthresh with it.
+    ExitWith(usize),
 }
 
 /// HyStart++ state for one flow.
@@ -156,6 +245,7 @@ impl HyStartPP {
                         self.css_baseline = Some(current);
                         self.css_rounds = 0;
                         self.css_entries += 1;
+                        return Verdict::EnterCss;
                     }
                 }
             }
@@ -164,6 +254,7 @@ impl HyStartPP {
                     // The rise was spurious: back to slow start.
                     self.css_baseline = None;
                     self.css_spurious += 1;
+                    return Verdict::ResumeSlowStart;
                 }
             }
         }
@@ -174,6 +265,168 @@ impl HyStartPP {
     pub fn reset(&mut self) {
         self.css_baseline = None;
         self.css_rounds = 0;
+    }
+}
+
+/// SEARCH's WINDOW_SIZE_FACTOR: the delivery window spans 3.5 initial
+/// RTTs.
+pub const SEARCH_WINDOW_FACTOR: f64 = 3.5;
+/// SEARCH's W: bins in one delivery window.
+pub const SEARCH_W: usize = 10;
+/// SEARCH's EXTRA_BINS: bins kept beyond one window, for looking one RTT
+/// back.
+pub const SEARCH_EXTRA_BINS: usize = 15;
+/// SEARCH's THRESH: the shortfall of delivered bytes against twice those
+/// one RTT earlier that ends slow start.
+pub const SEARCH_THRESH: f64 = 0.35;
+/// Bins that may pass with no ACK before SEARCH starts over: the whole
+/// ring (an idle sender). Early in slow start a small window's ACKs come
+/// in trains an RTT apart, several bins with none; a reset there (2 missed
+/// bins) restarts the history every round until the window spans the RTT,
+/// and at 20 Mbit/s, 40 ms it delayed the first check past the first loss.
+pub const SEARCH_MISSED_BINS: u64 = SEARCH_BINS as u64;
+
+const SEARCH_BINS: usize = SEARCH_W + SEARCH_EXTRA_BINS;
+
+/// SEARCH (draft-chung-ccwg-search): slow start ends when the bytes
+/// delivered over the last window (3.5 initial RTTs, in 10 bins) fall short
+/// of twice those delivered over the window one smoothed RTT earlier by
+/// `SEARCH_THRESH` of the latter: the delivery rate stopped doubling, the
+/// bottleneck is full. Bins hold cumulative delivered bytes; the window one
+/// RTT back is interpolated between bins.
+#[derive(Debug, Clone, Default)]
+pub struct Search {
+    /// Cumulative delivered bytes at the end of each bin (a ring).
+    bins: Vec<u64>,
+    /// Index of the current bin; `None` before the first ACK.
+    curr: Option<u64>,
+    bin_duration: Duration,
+    bin_end: Option<Instant>,
+    delivered: u64,
+    /// Times the rule started over (missed bins, an app-limited ACK, an
+    /// RTT too long for the bins kept).
+    pub resets: u32,
+    /// The last normalized difference computed (for qlog).
+    pub last_norm_diff: f64,
+}
+
+impl Search {
+    /// Records a sent packet (SEARCH needs only deliveries).
+    pub fn on_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
+
+    /// Starts over: the next ACK begins new bins.
+    pub fn reset(&mut self) {
+        self.curr = None;
+        self.bin_end = None;
+        self.bins.clear();
+    }
+
+    fn bin(&self, i: u64) -> u64 {
+        self.bins[(i % SEARCH_BINS as u64) as usize]
+    }
+
+    /// Cumulative delivered bytes at fractional bin index `x`.
+    fn at(&self, x: f64) -> f64 {
+        let lo = x.floor();
+        let frac = x - lo;
+        let a = self.bin(lo as u64) as f64;
+        if frac <= 0.0 {
+            return a;
+        }
+        let b = self.bin(lo as u64 + 1) as f64;
+        a + (b - a) * frac
+    }
+
+    /// One ACK in slow start; `app_limited` when the window was not used:
+    /// a sender that does not fill its window cannot double its delivery
+    /// rate, so its bins start over (as SEARCH 3.1 does).
+    pub fn on_ack(
+        &mut self,
+        ack: &AckEvent,
+        now: Instant,
+        cwnd: usize,
+        app_limited: bool,
+    ) -> Verdict {
+        if ack.space != PacketSpace::Application {
+            return Verdict::Continue;
+        }
+        if app_limited {
+            if self.curr.is_some() {
+                self.resets += 1;
+                self.reset();
+            }
+            return Verdict::Continue;
+        }
+        self.delivered += ack.acked_bytes as u64;
+        let rtt = ack.rtt.smoothed_rtt;
+        let (Some(curr), Some(end)) = (self.curr, self.bin_end) else {
+            // The first ACK: bins of 3.5 RTTs / 10 from the RTT now.
+            let Some(sample) = ack.rtt_sample.or(ack.rtt.min_rtt) else {
+                return Verdict::Continue;
+            };
+            let d = sample.mul_f64(SEARCH_WINDOW_FACTOR / SEARCH_W as f64);
+            if d.is_zero() {
+                return Verdict::Continue;
+            }
+            self.bin_duration = d;
+            self.bins = vec![0; SEARCH_BINS];
+            self.bins[0] = self.delivered;
+            self.curr = Some(0);
+            self.bin_end = Some(now + d);
+            return Verdict::Continue;
+        };
+        if now <= end {
+            let i = (curr % SEARCH_BINS as u64) as usize;
+            self.bins[i] = self.delivered;
+            return Verdict::Continue;
+        }
+        // One or more bins ended: the ones no ACK reached keep the
+        // cumulative count they started with.
+        let passed =
+            ((now - end).as_secs_f64() / self.bin_duration.as_secs_f64()).floor() as u64 + 1;
+        if passed > SEARCH_MISSED_BINS {
+            self.resets += 1;
+            self.reset();
+            return Verdict::Continue;
+        }
+        let before = self.delivered - ack.acked_bytes as u64;
+        for k in 1..passed {
+            let i = ((curr + k) % SEARCH_BINS as u64) as usize;
+            self.bins[i] = before;
+        }
+        let curr = curr + passed;
+        self.bins[(curr % SEARCH_BINS as u64) as usize] = self.delivered;
+        self.curr = Some(curr);
+        self.bin_end = Some(end + self.bin_duration * passed as u32);
+        // The window now, and the window one smoothed RTT earlier.
+        let back = rtt.as_secs_f64() / self.bin_duration.as_secs_f64();
+        let prev = curr as f64 - back;
+        if prev < SEARCH_W as f64 {
+            return Verdict::Continue;
+        }
+        if curr as f64 - (prev - SEARCH_W as f64) >= SEARCH_BINS as f64 - 1.0 {
+            // The RTT grew past what the bins remember: start over.
+            self.resets += 1;
+            self.reset();
+            return Verdict::Continue;
+        }
+        let curr_delv = (self.bin(curr) - self.bin(curr - SEARCH_W as u64)) as f64;
+        let prev_delv = self.at(prev) - self.at(prev - SEARCH_W as f64);
+        if prev_delv <= 0.0 {
+            return Verdict::Continue;
+        }
+        let norm_diff = (2.0 * prev_delv - curr_delv) / (2.0 * prev_delv);
+        self.last_norm_diff = norm_diff;
+        if norm_diff >= SEARCH_THRESH {
+            return Verdict::ExitWith(cwnd);
+        }
+        Verdict::Continue
+    }
+
+    /// SEARCH's counters, for qlog.
+    pub fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        f("search_norm_diff", self.last_norm_diff);
+        f("search_resets", f64::from(self.resets));
     }
 }
 
@@ -218,9 +471,14 @@ mod tests {
         assert!(grown < 1.3f64.powi(4) && grown > 1.2f64.powi(4), "{grown}");
         round(&mut d, 113);
         assert_eq!(d.cc.state_name(), "congestion_avoidance");
+        // Slow start ended when CSS began (RFC 9406), with that window.
         let (reason, cwnd) = d.cc.slow_start_exit().unwrap();
         assert_eq!(reason, ExitReason::DelayIncrease);
-        assert_eq!(Some(cwnd), d.cc.ssthresh());
+        assert!(
+            cwnd <= at_css && cwnd + 20 * MSS > at_css,
+            "{cwnd} {at_css}"
+        );
+        assert_eq!(d.cc.ssthresh(), Some(d.cc.congestion_window()));
     }
 
     #[test]
@@ -239,13 +497,20 @@ mod tests {
         round(&mut d, 100);
         round(&mut d, 120);
         assert_eq!(d.cc.state_name(), "conservative_slow_start");
+        assert!(d.cc.slow_start_exit().is_some());
         round(&mut d, 110);
         assert_eq!(d.cc.state_name(), "slow_start");
+        // A spurious CSS is no exit.
+        assert_eq!(d.cc.slow_start_exit(), None);
     }
 
     #[test]
     fn a_loss_in_slow_start_is_recorded_for_both() {
-        for kind in [SlowStartKind::Standard, SlowStartKind::HystartPlusPlus] {
+        for kind in [
+            SlowStartKind::Standard,
+            SlowStartKind::HystartPlusPlus,
+            SlowStartKind::Search,
+        ] {
             let mut d = Driver::new(NewReno::new(&config()).with_slow_start(kind));
             round(&mut d, 100);
             let w = d.cc.congestion_window();
@@ -257,5 +522,118 @@ mod tests {
                 "{kind:?}"
             );
         }
+    }
+
+    /// ACKs every 5 ms for `ms` milliseconds at 100 ms RTT, delivering
+    /// `rate(t)` bytes per second; the first time SEARCH says exit.
+    fn search_run(s: &mut Search, ms: u64, rate: impl Fn(f64) -> f64) -> Option<f64> {
+        let t0 = Instant::now();
+        let rtt = Duration::from_millis(100);
+        let acked = [quiche::cc::AckedPacket {
+            pkt_num: 1,
+            size: 1200,
+            time_sent: t0,
+        }];
+        for k in 1..=ms / 5 {
+            let t = k as f64 * 0.005;
+            let bytes = (rate(t) * 0.005) as usize;
+            let ack = AckEvent {
+                space: PacketSpace::Application,
+                acked: &acked,
+                acked_bytes: bytes,
+                rtt_sample: Some(rtt),
+                rtt: quiche::cc::RttEstimates {
+                    latest_rtt: rtt,
+                    min_rtt: Some(rtt),
+                    smoothed_rtt: rtt,
+                    rttvar: Duration::ZERO,
+                },
+                bytes_in_flight_before: 0,
+                bytes_in_flight_after: 0,
+                app_limited: false,
+                delivery_rate: 0,
+                delivery_rate_app_limited: false,
+                recovery_start_time: None,
+            };
+            let now = t0 + Duration::from_secs_f64(t);
+            if let Verdict::ExitWith(_) = s.on_ack(&ack, now, 100_000, false) {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn search_stays_while_the_delivery_rate_doubles_and_leaves_when_it_flattens() {
+        let doubling = |t: f64| 1e5 * 2f64.powf(t / 0.1);
+        assert_eq!(search_run(&mut Search::default(), 1500, doubling), None);
+        // Flat from 0.8 s: the window of 3.5 RTTs sees it within a few RTTs.
+        let capped = |t: f64| doubling(t.min(0.8));
+        let exit = search_run(&mut Search::default(), 2000, capped).expect("no exit");
+        assert!(exit > 0.8 && exit < 1.2, "{exit}");
+    }
+
+    #[test]
+    fn search_starts_over_when_app_limited_or_idle() {
+        let mut s = Search::default();
+        search_run(&mut s, 300, |_| 1e6);
+        assert!(s.curr.is_some());
+        let ack_time = Instant::now() + Duration::from_secs(60);
+        let acked = [quiche::cc::AckedPacket {
+            pkt_num: 2,
+            size: 1200,
+            time_sent: ack_time,
+        }];
+        let rtt = Duration::from_millis(100);
+        let ack = AckEvent {
+            space: PacketSpace::Application,
+            acked: &acked,
+            acked_bytes: 1200,
+            rtt_sample: Some(rtt),
+            rtt: quiche::cc::RttEstimates {
+                latest_rtt: rtt,
+                min_rtt: Some(rtt),
+                smoothed_rtt: rtt,
+                rttvar: Duration::ZERO,
+            },
+            bytes_in_flight_before: 0,
+            bytes_in_flight_after: 0,
+            app_limited: true,
+            delivery_rate: 0,
+            delivery_rate_app_limited: true,
+            recovery_start_time: None,
+        };
+        assert_eq!(s.on_ack(&ack, ack_time, 100_000, true), Verdict::Continue);
+        assert_eq!((s.curr, s.resets), (None, 1));
+        // Started again, then a minute with no ACK: more than the ring.
+        assert_eq!(s.on_ack(&ack, ack_time, 100_000, false), Verdict::Continue);
+        assert!(s.curr.is_some());
+        let later = ack_time + Duration::from_secs(60);
+        assert_eq!(s.on_ack(&ack, later, 100_000, false), Verdict::Continue);
+        assert_eq!((s.curr, s.resets), (None, 2));
+    }
+
+    #[test]
+    fn search_in_newreno_sets_ssthresh_at_the_window_and_records_a_plateau() {
+        let mut d = Driver::new(NewReno::new(&config()).with_slow_start(SlowStartKind::Search));
+        // A bottleneck of 40 packets per 100 ms round: the window doubles,
+        // what is delivered per round does not beyond 40.
+        d.rtt = Duration::from_millis(100);
+        for _ in 0..40 {
+            let room = d.cc.congestion_window() / MSS;
+            let n = room.saturating_sub(d.in_flight.len());
+            d.send(n, MSS, false);
+            for _ in 0..40.min(d.in_flight.len()) {
+                d.ack(1, false);
+            }
+            d.now += Duration::from_millis(100);
+            if d.cc.slow_start_exit().is_some() {
+                break;
+            }
+        }
+        let (reason, cwnd) = d.cc.slow_start_exit().expect("SEARCH never left");
+        assert_eq!(reason, ExitReason::BandwidthPlateau);
+        assert_eq!(d.cc.ssthresh(), Some(cwnd));
+        assert_eq!(d.cc.state_name(), "congestion_avoidance");
     }
 }

@@ -314,7 +314,7 @@ impl Vegas {
         if self.in_slow_start() && self.cfg.slow_start == SlowStart::Paper {
             self.paper_slow_start_round(ack, now);
         } else {
-            self.linux_round(ack);
+            self.linux_round(ack, now);
         }
         self.round_samples = 0;
         self.round_min_rtt = None;
@@ -332,7 +332,7 @@ impl Vegas {
     fn paper_slow_start_round(&mut self, ack: &AckEvent, now: Instant) {
         if self.ss_growing {
             // This ACK is the growing round's last; the next round holds.
-            self.reno.grow(ack);
+            self.reno.grow(ack, now);
             self.ss_growing = false;
             return;
         }
@@ -347,6 +347,8 @@ impl Vegas {
         };
         self.last_diff = diff;
         if diff > self.cfg.gamma {
+            self.reno
+                .note_slow_start_exit(crate::slow_start::ExitReason::DelayIncrease);
             // ns-2: `cwnd_ -= cwnd_ / 8; ssthresh_ = 2`; and no higher than
             // the round's delivery rate times baseRTT (at least half).
             let secs = self
@@ -370,7 +372,7 @@ impl Vegas {
     }
 
     /// End of a round in avoidance, or of Linux's slow start.
-    fn linux_round(&mut self, ack: &AckEvent) {
+    fn linux_round(&mut self, ack: &AckEvent, now: Instant) {
         let mss = self.reno.mss as f64;
         match (self.base_rtt, self.round_min_rtt) {
             (Some(base), Some(rtt)) if self.round_samples > 2 => {
@@ -381,10 +383,12 @@ impl Vegas {
                 let slow_start = self.in_slow_start();
                 let mut cwnd = cwnd_pkts;
                 if diff > self.cfg.gamma && slow_start {
+                    self.reno
+                        .note_slow_start_exit(crate::slow_start::ExitReason::DelayIncrease);
                     cwnd = cwnd.min(target.floor() + 1.0);
                     self.set_ssthresh_pkts((self.reno.ssthresh as f64 / mss).min(cwnd - 1.0));
                 } else if slow_start {
-                    self.reno.grow(ack);
+                    self.reno.grow(ack, now);
                     cwnd = self.reno.cwnd as f64 / mss;
                 } else if diff > self.cfg.beta {
                     cwnd -= 1.0;
@@ -397,7 +401,7 @@ impl Vegas {
                 // Linux tcp_current_ssthresh in the Open state.
                 self.reno.ssthresh = self.reno.ssthresh.max(self.reno.cwnd / 4 * 3);
             }
-            _ => self.reno.grow(ack),
+            _ => self.reno.grow(ack, now),
         }
     }
 
@@ -433,9 +437,9 @@ impl Vegas {
 }
 
 impl CongestionController for Vegas {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
-        self.reno.note_sent(pkt);
+        self.reno.note_sent(pkt, now);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
@@ -462,7 +466,7 @@ impl CongestionController for Vegas {
         } else if self.in_slow_start()
             && (self.cfg.slow_start == SlowStart::Linux || self.ss_growing)
         {
-            self.reno.grow(ack);
+            self.reno.grow(ack, now);
         }
     }
 
@@ -521,6 +525,7 @@ impl CongestionController for Vegas {
     }
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
         if let Some(base) = self.base_rtt {
             f("vegas_base_rtt_ms", base.as_secs_f64() * 1e3);
         }

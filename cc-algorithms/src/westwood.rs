@@ -38,17 +38,21 @@ use quiche::cc::{
 
 use crate::estimators::{WestwoodEstimator, WestwoodFilterKind};
 use crate::newreno::{delegate_window_to_reno, NewReno};
+use crate::slow_start::SlowStartKind;
 
 /// Westwood+'s one tunable: its bandwidth filter.
 #[derive(Debug, Clone)]
 pub struct WestwoodConfig {
     /// The bandwidth filter (Linux's by default).
     pub filter: WestwoodFilterKind,
+    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
+    pub slow_start: SlowStartKind,
 }
 
 impl Default for WestwoodConfig {
     fn default() -> Self {
         WestwoodConfig {
+            slow_start: SlowStartKind::Standard,
             filter: WestwoodFilterKind::Linux,
         }
     }
@@ -60,7 +64,7 @@ impl CongestionControllerFactory for WestwoodConfig {
     }
 
     fn build(&self, config: &ControllerConfig) -> Box<dyn CongestionController> {
-        Box::new(Westwood::with_filter(self.filter, config))
+        Box::new(Westwood::with_filter(self.filter, config).with_slow_start(self.slow_start))
     }
 }
 
@@ -77,6 +81,12 @@ pub struct Westwood {
 }
 
 impl Westwood {
+    /// The same controller with `kind` of slow start.
+    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
+        self.reno = self.reno.with_slow_start(kind);
+        self
+    }
+
     /// A controller for a new path (Linux's filter).
     pub fn new(config: &ControllerConfig) -> Self {
         Self::with_filter(WestwoodFilterKind::Linux, config)
@@ -106,8 +116,8 @@ impl Westwood {
 }
 
 impl CongestionController for Westwood {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
-        self.reno.note_sent(pkt);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+        self.reno.note_sent(pkt, now);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
@@ -116,7 +126,7 @@ impl CongestionController for Westwood {
             self.rtt_min = Some(self.rtt_min.map_or(sample, |m| m.min(sample)));
         }
         self.bw.on_ack(now, ack.acked_bytes as u64, self.rtt);
-        self.reno.grow(ack);
+        self.reno.grow(ack, now);
     }
 
     fn on_congestion_event(&mut self, loss: &LossEvent, now: Instant) {
@@ -140,6 +150,7 @@ impl CongestionController for Westwood {
     delegate_window_to_reno!(reno);
 
     fn visit_metrics(&self, f: &mut dyn FnMut(&'static str, f64)) {
+        self.reno.visit_slow_start_metrics(f);
         f("westwood_bwe_bps", self.bw.estimate() * 8.0);
         if let Some(m) = self.rtt_min {
             f("westwood_rtt_min_ms", m.as_secs_f64() * 1e3);

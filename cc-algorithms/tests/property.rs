@@ -321,8 +321,16 @@ fn settings() -> Vec<(&'static str, Vec<Setting>)> {
         let mut all = Vec::new();
         let mut wanted = vec![("defaults".to_string(), None)];
         for p in info.params.iter().filter(|p| p.kind != ParamKind::File) {
-            wanted.push((format!("{}=min", p.name), Some((p, p.min))));
-            wanted.push((format!("{}=max", p.name), Some((p, p.max))));
+            if let ParamKind::Choice(names) = p.kind {
+                // Every choice (every slow start, every codepoint), not
+                // only the first and the last.
+                for (i, n) in names.iter().enumerate() {
+                    wanted.push((format!("{}={n}", p.name), Some((p, i as f64))));
+                }
+            } else {
+                wanted.push((format!("{}=min", p.name), Some((p, p.min))));
+                wanted.push((format!("{}=max", p.name), Some((p, p.max))));
+            }
         }
         for (what, fixed) in wanted {
             match accepted(info, fixed) {
@@ -355,7 +363,7 @@ fn every_plugin_stays_numerically_safe() {
         // ECN out) and sends Not-ECT; the ECN events below reach it all
         // the same.
         assert!(
-            settings.iter().any(|s| s.what == "ecn=max")
+            settings.iter().any(|s| s.what == "ecn=classic")
                 || matches!(*name, "dctcp" | "prague" | "bbr3"),
             "{name} never runs with ECN"
         );
@@ -381,7 +389,7 @@ fn every_plugin_stays_numerically_safe() {
                     Err(e) => panic!("{}: accepted once, refused now: {e}", s.spec),
                 };
                 let mut cc = factory.build(&config);
-                let events = if i == 0 || s.what == "ecn=max" {
+                let events = if i == 0 || s.what == "ecn=classic" {
                     &ops[..]
                 } else {
                     &ops[..ops.len() / 4]

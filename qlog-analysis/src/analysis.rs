@@ -35,6 +35,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::event::{Kind, Metrics, Packet, Space};
 use crate::reader::{Event, Parsed, Sink, TraceInfo};
+use crate::slow_start::SlowStartTracker;
 
 /// Where loss events came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -253,6 +254,8 @@ pub struct Connection {
     last_cwnd: Option<(f64, f64)>,
     last_lost_counter: Option<f64>,
     sent: BTreeMap<(u8, u64), SentInfo>,
+    /// The first slow start: when and why it ended, what it overshot.
+    pub slow_start: SlowStartTracker,
     max_offset: HashMap<u64, u64>,
     recv_offset: HashMap<u64, u64>,
     moved_to_app: bool,
@@ -415,6 +418,8 @@ impl Connection {
         self.push(|s| &mut s.smoothed_rtt_ms, t, m.smoothed_rtt_ms);
         self.push(|s| &mut s.min_rtt_ms, t, m.min_rtt_ms);
         self.push(|s| &mut s.rtt_variance_ms, t, m.rtt_variance_ms);
+        self.slow_start
+            .on_metrics(t, m.cwnd, m.latest_rtt_ms, m.smoothed_rtt_ms, &m.extra);
         if self.keep_series {
             for (k, v) in &m.extra {
                 self.series
@@ -460,6 +465,7 @@ impl Connection {
             }
             let prev = self.last_lost_counter.unwrap_or(0.0);
             if total > prev && self.counts.packet_lost_events == 0 {
+                self.slow_start.on_lost_count(t, (total - prev) as u64);
                 let l = Loss {
                     t,
                     packets: (total - prev) as u64,
@@ -620,6 +626,7 @@ impl Connection {
         self.counts.packet_lost_events += 1;
         let key = p.number.map(|n| (space_code(p.space), n));
         let known = key.and_then(|k| self.sent.remove(&k));
+        self.slow_start.on_lost_packet(t, known.map(|s| s.t));
         let bytes = p.size.or(known.map(|s| s.size));
         self.record_loss(
             Loss {
@@ -634,6 +641,7 @@ impl Connection {
 
     fn on_state(&mut self, t: f64, s: &str) {
         self.counts.state_updates += 1;
+        self.slow_start.on_state(t, s);
         if let Some((old, since)) = self.cur_state.take() {
             *self.state_time.entry(old).or_insert(0.0) += (t - since).max(0.0);
         }

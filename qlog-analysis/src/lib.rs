@@ -22,6 +22,7 @@ pub mod plot;
 pub mod qvis;
 pub mod reader;
 pub mod series;
+pub mod slow_start;
 pub mod summary;
 pub mod synth;
 pub mod units;

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::analysis::{Analyzer, AppBytes, Connection, Counts, LossSource, Marker, PacketMix};
 use crate::reader::{read_file, ReadError, ReadStats};
+use crate::slow_start::SlowStartSummary;
 use crate::units::{parse_duration_ms, parse_rate};
 
 /// Goodput figures, bit/s.
@@ -101,6 +102,9 @@ pub struct Summary {
     pub cwnd: Option<Cwnd>,
     /// Seconds in each congestion state.
     pub time_in_state_s: BTreeMap<String, f64>,
+    /// How the first slow start ended (null when the trace logs no
+    /// congestion states): [`crate::slow_start`].
+    pub slow_start: Option<SlowStartSummary>,
     /// Bytes sent and received on the wire.
     pub wire_bytes: (u64, u64),
     /// Application byte counts.
@@ -207,6 +211,11 @@ impl Summary {
             retransmitted_bytes: c.app.retransmitted,
             cwnd,
             time_in_state_s: c.state_time.clone(),
+            slow_start: c.slow_start.summary(
+                c.end_s,
+                c.loss_source == LossSource::PacketLost,
+                c.min_rtt_ms,
+            ),
             wire_bytes: c.wire,
             app_bytes: c.app,
             counts: c.counts,

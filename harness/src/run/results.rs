@@ -64,6 +64,12 @@ pub struct FlowResult {
     pub cwnd_cv: Option<f64>,
     /// Bytes received on the wire by the data receiver (from its qlog).
     pub wire_bytes_received: u64,
+    /// How the sender's first slow start ended and what it overshot, from
+    /// its qlog's congestion states (`--qlog-level base` or more; absent
+    /// without them, and for Linux TCP flows):
+    /// [`qlog_analysis::slow_start`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_start: Option<qlog_analysis::slow_start::SlowStartSummary>,
     /// Mean size of the sender's data packets, bytes, and the share of them
     /// under 95% of its largest (from its qlog's packet events; null
     /// without them): which packet regime a result comes from
@@ -214,10 +220,29 @@ pub struct FlowSummary {
     /// [`FlowResult`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_rtt_ms: Option<f64>,
+    /// The repetitions' slow starts: mean exit time, window, overshoot
+    /// losses and peak queue, and how many ended for each reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_start: Option<SlowStartMeans>,
     /// Repetitions in which it completed.
     pub completed: u32,
     /// 95% confidence half-widths (Student t) of goodput_bps, rtt mean, lost.
     pub ci95: BTreeMap<String, f64>,
+}
+
+/// [`FlowResult::slow_start`] over the repetitions that logged one.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SlowStartMeans {
+    /// Mean time slow start ended (of the repetitions in which it did), s.
+    pub exit_s: Option<f64>,
+    /// Mean window then, bytes.
+    pub exit_cwnd_bytes: Option<f64>,
+    /// Mean packets lost of those sent in slow start.
+    pub lost_packets: f64,
+    /// Mean peak queueing delay in slow start, ms.
+    pub peak_queue_ms: Option<f64>,
+    /// Repetitions by exit reason.
+    pub exit_reasons: BTreeMap<String, u32>,
 }
 
 /// What `summary.json` holds.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::results::{
     BottleneckResult, FlowResult, FlowSummary, LinkResult, LinkSummary, RepResult, RttMs,
-    RunSummary,
+    RunSummary, SlowStartMeans,
 };
 use crate::link::Backend;
 use crate::scenario::Scenario;
@@ -136,6 +136,27 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
     };
     let first = &reps[0].flows[i];
+    let slow_starts: Vec<&qlog_analysis::slow_start::SlowStartSummary> = reps
+        .iter()
+        .filter_map(|r| r.flows.get(i)?.slow_start.as_ref())
+        .collect();
+    let slow_start = (!slow_starts.is_empty()).then(|| {
+        let mean = |f: &dyn Fn(&qlog_analysis::slow_start::SlowStartSummary) -> Option<f64>| {
+            let v: Vec<f64> = slow_starts.iter().filter_map(|s| f(s)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let mut exit_reasons = BTreeMap::new();
+        for s in &slow_starts {
+            *exit_reasons.entry(s.exit_reason.clone()).or_insert(0) += 1;
+        }
+        SlowStartMeans {
+            exit_s: mean(&|s| s.exit_s),
+            exit_cwnd_bytes: mean(&|s| s.exit_cwnd_bytes),
+            lost_packets: mean(&|s| Some(s.lost_packets as f64)).unwrap_or(0.0),
+            peak_queue_ms: mean(&|s| s.peak_queue_ms),
+            exit_reasons,
+        }
+    });
     FlowSummary {
         index: i,
         cc: first.cc.clone(),
@@ -150,6 +171,7 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         data_packet_small_share: mean_of(&|f| f.data_packet_small_share),
         acks_per_data_packet: mean_of(&|f| f.acks_per_data_packet),
         base_rtt_ms: first.base_rtt_ms,
+        slow_start,
         completed: reps
             .iter()
             .filter(|r| r.flows.get(i).is_some_and(|f| f.complete))
