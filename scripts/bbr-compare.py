@@ -12,11 +12,14 @@ runs (docs/bbr.md, "Beside the others"):
 
 Every run is REPS repetitions (each seeds the link and the flows' start
 jitter differently) of DURATION; figures are means over repetitions.
-Linux's tcp_bbr is not in this table: the simulator runs no kernel TCP,
-and the real-time backends are not part of this script.
+
+LINK=netem runs the same table on kernel netem (through the guest router
+where this host's kernel has no netem), where Linux's own TCP can take
+part: CCS="tcp:bbr bbr3 bbr2 cubic" puts Linux's tcp_bbr (v1) beside the
+others. Real-time runs: slower, and only as good as the host is quiet.
 
 Usage: scripts/bbr-compare.py   (env: CCS, REPS (2), DURATION (30s),
-CCLAB (target/release/cclab), OUT (a temporary directory))
+LINK (sim), CCLAB (target/release/cclab), OUT (a temporary directory))
 """
 
 import json
@@ -31,12 +34,13 @@ CCS = os.environ.get("CCS", "bbr3 bbr2 cubic").split()
 REPS = int(os.environ.get("REPS", "2"))
 DURATION = os.environ.get("DURATION", "30s")
 OUT = os.environ.get("OUT") or tempfile.mkdtemp(prefix="bbr-compare-")
+LINK = os.environ.get("LINK", "sim")
 
 
 def run(name, link, flows):
     """Runs one scenario; returns its summary."""
     out = os.path.join(OUT, name)
-    toml = [f'name = "{name}"', f'duration = "{DURATION}"', f"repetitions = {REPS}", "[link]", 'backend = "sim"']
+    toml = [f'name = "{name}"', f'duration = "{DURATION}"', f"repetitions = {REPS}", "[link]", f'backend = "{LINK}"']
     toml += [f'{k} = "{v}"' for k, v in link.items()]
     for f in flows:
         toml.append("[[flows]]")
@@ -54,7 +58,7 @@ def run(name, link, flows):
 
 def main():
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    print(f"bbr3 beside the others on sim, {REPS} repetitions of {DURATION} each, at {commit} (scripts/bbr-compare.py)\n")
+    print(f"bbr3 beside the others on {LINK}, {REPS} repetitions of {DURATION} each, at {commit} (scripts/bbr-compare.py)\n")
     print("One flow, 40 ms: utilization / mean queue (ms) / loss rate\n")
     conds = [(r, q, "0%") for r in ("20mbit", "100mbit") for q in ("0.5bdp", "1bdp", "4bdp")] + [("20mbit", "1bdp", "1%")]
     head = "| link | " + " | ".join(CCS) + " |"
