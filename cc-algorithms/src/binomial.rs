@@ -47,7 +47,7 @@ use quiche::cc::{
 };
 
 use crate::newreno::{delegate_window_to_reno, NewReno};
-use crate::slow_start::SlowStartKind;
+use crate::slow_start::SlowStartConfig;
 
 /// Binomial configuration; it is also the factory.
 #[derive(Debug, Clone)]
@@ -62,14 +62,14 @@ pub struct BinomialConfig {
     pub alpha: f64,
     /// Decrease constant.
     pub beta: f64,
-    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
-    pub slow_start: SlowStartKind,
+    /// The slow start (`slow_start=` and its rule's constants).
+    pub slow_start: SlowStartConfig,
 }
 
 impl BinomialConfig {
     /// AIMD, TCP's rule.
     pub const AIMD: BinomialConfig = BinomialConfig {
-        slow_start: SlowStartKind::Standard,
+        slow_start: SlowStartConfig::STANDARD,
         name: "aimd",
         k: 0.0,
         l: 1.0,
@@ -78,7 +78,7 @@ impl BinomialConfig {
     };
     /// Inverse increase, additive decrease.
     pub const IIAD: BinomialConfig = BinomialConfig {
-        slow_start: SlowStartKind::Standard,
+        slow_start: SlowStartConfig::STANDARD,
         name: "iiad",
         k: 1.0,
         l: 0.0,
@@ -87,7 +87,7 @@ impl BinomialConfig {
     };
     /// Square-root increase and decrease.
     pub const SQRT: BinomialConfig = BinomialConfig {
-        slow_start: SlowStartKind::Standard,
+        slow_start: SlowStartConfig::STANDARD,
         name: "sqrt",
         k: 0.5,
         l: 0.5,
@@ -100,7 +100,7 @@ impl BinomialConfig {
     /// Not the TCP/EXP paper's MIMD (MIMD-Poly, its references
     /// \[26\]-\[29\], undefined there and unobtainable): see the module docs.
     pub const MIMD: BinomialConfig = BinomialConfig {
-        slow_start: SlowStartKind::Standard,
+        slow_start: SlowStartConfig::STANDARD,
         name: "mimd",
         k: -1.0,
         l: 1.0,
@@ -130,8 +130,8 @@ pub struct Binomial {
 
 impl Binomial {
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.reno = self.reno.with_slow_start(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.reno = self.reno.with_slow_start(cfg);
         self
     }
 

@@ -41,15 +41,15 @@ use quiche::cc::{
 };
 
 use crate::newreno::{delegate_window_to_reno, NewReno};
-use crate::slow_start::SlowStartKind;
+use crate::slow_start::SlowStartConfig;
 
 /// BR-TCP configuration; it is also the factory.
 #[derive(Debug, Clone)]
 pub struct BrTcpConfig {
     /// Reserved bandwidth `r`, bit/s.
     pub reserved_bps: f64,
-    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
-    pub slow_start: SlowStartKind,
+    /// The slow start (`slow_start=` and its rule's constants).
+    pub slow_start: SlowStartConfig,
 }
 
 impl CongestionControllerFactory for BrTcpConfig {
@@ -73,8 +73,8 @@ pub struct BrTcp {
 
 impl BrTcp {
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.reno = self.reno.with_slow_start(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.reno = self.reno.with_slow_start(cfg);
         self
     }
 
@@ -150,7 +150,7 @@ mod tests {
         Driver::new(BrTcp::new(
             BrTcpConfig {
                 reserved_bps,
-                slow_start: SlowStartKind::Standard,
+                slow_start: SlowStartConfig::STANDARD,
             },
             &config(),
         ))

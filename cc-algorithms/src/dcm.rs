@@ -99,7 +99,7 @@ use quiche::cc::{
 
 use crate::estimators::{RoundTracker, WestwoodEstimator, WestwoodFilterKind};
 use crate::newreno::{delegate_window_to_reno, NewReno};
-use crate::slow_start::SlowStartKind;
+use crate::slow_start::SlowStartConfig;
 
 /// Which of the two algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,15 +128,15 @@ pub struct DcmConfig {
     pub variant: Variant,
     /// The bandwidth filter.
     pub filter: WestwoodFilterKind,
-    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
-    pub slow_start: SlowStartKind,
+    /// The slow start (`slow_start=` and its rule's constants).
+    pub slow_start: SlowStartConfig,
 }
 
 impl DcmConfig {
     /// A variant with its paper's filter.
     pub fn new(variant: Variant) -> Self {
         DcmConfig {
-            slow_start: SlowStartKind::Standard,
+            slow_start: SlowStartConfig::STANDARD,
             variant,
             filter: variant.paper_filter(),
         }
@@ -182,8 +182,8 @@ pub struct Dcm {
 
 impl Dcm {
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.reno = self.reno.with_slow_start(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.reno = self.reno.with_slow_start(cfg);
         self
     }
 

@@ -59,7 +59,7 @@ use quiche::cc::{
 
 use crate::ecn::{AlphaEstimator, CongestionPeriod, PacketNumbers};
 use crate::newreno::{delegate_window_to_reno, NewReno};
-use crate::slow_start::SlowStartKind;
+use crate::slow_start::SlowStartConfig;
 
 /// DCTCP configuration; it is also the factory.
 #[derive(Debug, Clone)]
@@ -70,15 +70,15 @@ pub struct DctcpConfig {
     pub alpha_init: f64,
     /// Send ECT(1) instead of ECT(0).
     pub ect1: bool,
-    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
-    pub slow_start: SlowStartKind,
+    /// The slow start (`slow_start=` and its rule's constants).
+    pub slow_start: SlowStartConfig,
 }
 
 impl Default for DctcpConfig {
     /// RFC 8257's and Linux's: g = 1/16, alpha = 1, ECT(0).
     fn default() -> Self {
         DctcpConfig {
-            slow_start: SlowStartKind::Standard,
+            slow_start: SlowStartConfig::STANDARD,
             g: 1.0 / 16.0,
             alpha_init: 1.0,
             ect1: false,
@@ -115,8 +115,8 @@ pub struct Dctcp {
 
 impl Dctcp {
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.reno = self.reno.with_slow_start(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.reno = self.reno.with_slow_start(cfg);
         self
     }
 

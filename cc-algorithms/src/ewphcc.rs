@@ -115,7 +115,7 @@ use quiche::cc::{
 
 use crate::estimators::{Ewma, RoundTracker};
 use crate::newreno::{delegate_window_to_reno, NewReno};
-use crate::slow_start::SlowStartKind;
+use crate::slow_start::SlowStartConfig;
 
 /// EWPHCC parameters; the config is also the factory.
 #[derive(Debug, Clone)]
@@ -133,8 +133,8 @@ pub struct EwphccConfig {
     pub gamma: f64,
     /// Fraction of the window kept on a loss.
     pub loss_factor: f64,
-    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
-    pub slow_start: SlowStartKind,
+    /// The slow start (`slow_start=` and its rule's constants).
+    pub slow_start: SlowStartConfig,
 }
 
 impl EwphccConfig {
@@ -158,7 +158,7 @@ impl EwphccConfig {
 impl Default for EwphccConfig {
     fn default() -> Self {
         EwphccConfig {
-            slow_start: SlowStartKind::Standard,
+            slow_start: SlowStartConfig::STANDARD,
             phi: Self::DEFAULT_PHI,
             alpha: 2.0,
             decrease: 0.0,
@@ -218,8 +218,8 @@ pub struct Ewphcc {
 
 impl Ewphcc {
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.reno = self.reno.with_slow_start(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.reno = self.reno.with_slow_start(cfg);
         self
     }
 

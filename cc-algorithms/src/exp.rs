@@ -91,7 +91,7 @@ use quiche::cc::{
 };
 
 use crate::newreno::NewReno;
-use crate::slow_start::SlowStartKind;
+use crate::slow_start::SlowStartConfig;
 
 /// TCP/EXP configuration; it is also the factory.
 #[derive(Debug, Clone)]
@@ -108,8 +108,8 @@ pub struct ExpConfig {
     pub literal: bool,
     /// Initial window, packets (at least the minimum window of 2).
     pub iw: usize,
-    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
-    pub slow_start: SlowStartKind,
+    /// The slow start (`slow_start=` and its rule's constants).
+    pub slow_start: SlowStartConfig,
 }
 
 impl ExpConfig {
@@ -121,7 +121,7 @@ impl ExpConfig {
 impl Default for ExpConfig {
     fn default() -> Self {
         ExpConfig {
-            slow_start: SlowStartKind::Standard,
+            slow_start: SlowStartConfig::STANDARD,
             alpha: 1.0,
             beta: 0.5,
             k: 1.0,
@@ -158,8 +158,8 @@ pub struct Exp {
 
 impl Exp {
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.reno = self.reno.with_slow_start(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.reno = self.reno.with_slow_start(cfg);
         self
     }
 

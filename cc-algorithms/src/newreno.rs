@@ -62,7 +62,7 @@
 
 use std::time::Instant;
 
-use crate::slow_start::{ExitReason, ExitRule, SlowStartKind, Verdict};
+use crate::slow_start::{ExitReason, ExitRule, SlowStartConfig, Verdict};
 use quiche::cc::{
     AckEvent, CongestionController, CongestionControllerFactory, ControllerConfig, LossEvent,
     SentPacket,
@@ -101,8 +101,9 @@ pub(crate) use delegate_window_to_reno;
 /// NewReno configuration; it is also the factory.
 #[derive(Debug, Clone, Default)]
 pub struct NewRenoConfig {
-    /// Slow start: standard (the default) or HyStart++.
-    pub slow_start: SlowStartKind,
+    /// Slow start: standard (the default), HyStart++ or SEARCH, with the
+    /// rule's constants.
+    pub slow_start: SlowStartConfig,
 }
 
 impl CongestionControllerFactory for NewRenoConfig {
@@ -161,8 +162,8 @@ impl NewReno {
     }
 
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.rule = ExitRule::new(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.rule = ExitRule::new(cfg.into());
         self
     }
 

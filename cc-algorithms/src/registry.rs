@@ -199,7 +199,7 @@ pub const ECN: ParamInfo = ParamInfo {
     help: "off: no ECN (packets Not-ECT); classic: send ECT(0) and treat CE marks as RFC 3168 and RFC 9002 do, as a congestion event answered with the algorithm's own loss response, at most once per recovery period (one shared with losses), nothing retransmitted",
 };
 
-const BR_TCP_PARAMS: &[ParamInfo] = &[
+const BR_TCP_PARAMS: &[ParamInfo] = &with_slow_start::<2, 13>([
     ParamInfo {
         name: "reserved",
         unit: "bit/s",
@@ -209,9 +209,8 @@ const BR_TCP_PARAMS: &[ParamInfo] = &[
         max: 1e13,
         help: "bandwidth reserved for the flow; sets ssthresh = reserved x min RTT after a loss",
     },
-    SLOW_START,
     ECN,
-];
+]);
 
 const fn number(
     name: &'static str,
@@ -232,18 +231,17 @@ const fn number(
     }
 }
 
-const EXP_PARAMS: &[ParamInfo] = &[
+const EXP_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number("alpha", "packets", 1.0, 1e-6, 1e6, "increase constant: (alpha / e^W)^k packets per RTT"),
     number("beta", "1", 0.5, 1e-6, 1e6, "decrease constant: (beta e^W)^l on a loss"),
     number("k", "1", 1.0, 0.0, 10.0, "order of the increase rule"),
     number("l", "1", 1.0, 0.0, 10.0, "order of the decrease rule"),
     number("literal", "0 or 1", 0.0, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
     number("iw", "packets", 10.0, 2.0, 1000.0, "initial window; 10 is ours (quiche's default); the paper's ns-2 default of 1 packet is QUIC's minimum, 2"),
-    SLOW_START,
     ECN,
-];
+]);
 
-const EWPHCC_PARAMS: &[ParamInfo] = &[
+const EWPHCC_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number(
         "phi",
         "1",
@@ -292,14 +290,13 @@ const EWPHCC_PARAMS: &[ParamInfo] = &[
         1.0,
         "fraction of the window kept on a loss (0.75: ns-2 Vegas, as the report's simulations ran; 0.5: the report's text)",
     ),
-    SLOW_START,
     ECN,
-];
+]);
 
 /// `filter=` of DCM+ and DCM: the bandwidth filter, with the paper's as
 /// default (codes of `estimators::WestwoodFilterKind`).
-const fn dcm_params(default_filter: f64) -> [ParamInfo; 3] {
-    [
+const fn dcm_params(default_filter: f64) -> [ParamInfo; 13] {
+    with_slow_start::<2, 13>([
         number(
         "filter",
         "0, 1 or 2",
@@ -308,9 +305,8 @@ const fn dcm_params(default_filter: f64) -> [ParamInfo; 3] {
         2.0,
         "bandwidth filter: 0 Linux tcp_westwood.c (Westwood+); 1 ns-3 Westwood, per-ACK Tustin (DCM's paper); 2 ns-3 Westwood+, per-RTT Tustin (DCM+'s paper)",
         ),
-        SLOW_START,
     ECN,
-    ]
+    ])
 }
 
 const DCM_PLUS_PARAMS: &[ParamInfo] = &dcm_params(2.0);
@@ -451,8 +447,8 @@ const SMCC_PARAMS: &[ParamInfo] = &[
 ];
 
 /// The binomial parameters, with a preset's constants as defaults.
-const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 6] {
-    [
+const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 16] {
+    with_slow_start::<5, 16>([
         number(
             "k",
             "1",
@@ -478,9 +474,8 @@ const fn binomial_params(preset: BinomialConfig) -> [ParamInfo; 6] {
             "increase constant",
         ),
         number("beta", "1", preset.beta, 1e-6, 1000.0, "decrease constant"),
-        SLOW_START,
         ECN,
-    ]
+    ])
 }
 
 const AIMD_PARAMS: &[ParamInfo] = &binomial_params(BinomialConfig::AIMD);
@@ -509,7 +504,7 @@ const G: ParamInfo = number(
     "gain of alpha = (1 - g) alpha + g F, once per observation window (about an RTT); 1/16: RFC 8257 and Linux (dctcp_shift_g = 4, PRAGUE_SHIFT_G = 4)",
 );
 
-const DCTCP_PARAMS: &[ParamInfo] = &[
+const DCTCP_PARAMS: &[ParamInfo] = &with_slow_start::<3, 14>([
     G,
     number(
         "alpha_init",
@@ -528,8 +523,7 @@ const DCTCP_PARAMS: &[ParamInfo] = &[
         max: 1.0,
         help: "codepoint sent: ect0 as RFC 8257 and Linux by default; ect1 as Linux's dctcp_ect=1, to be classed L4S by a DualQ AQM",
     },
-    SLOW_START,
-];
+]);
 
 const PRAGUE_PARAMS: &[ParamInfo] = &[
     G,
@@ -620,9 +614,135 @@ const SLOW_START: ParamInfo = ParamInfo {
     help: "standard: double per round until ssthresh or a loss (RFC 9002); hystart++: RFC 9406, leave on an RTT rise through 5 rounds of conservative slow start (its constants: 4-16 ms threshold, 8 samples, growth / 4)",
 };
 
-/// The `slow_start=` choice of a spec.
-fn slow_start(p: &Params) -> crate::slow_start::SlowStartKind {
-    crate::slow_start::SlowStartKind::from_code(p.get("slow_start"))
+/// Every parameter of slow start as a choice: the choice, then HyStart++'s
+/// constants (RFC 9406 section 4.3) and SEARCH's, each defaulting to its
+/// document's value (`cc_algorithms::slow_start`).
+const SLOW_START_PARAMS: [ParamInfo; 11] = {
+    use crate::slow_start as ss;
+    [
+        SLOW_START,
+        number(
+            "hs_min_rtt_thresh",
+            "ms",
+            ss::MIN_RTT_THRESH.as_millis() as f64,
+            0.0,
+            1000.0,
+            "HyStart++'s MIN_RTT_THRESH: the smallest RTT rise that ends slow start",
+        ),
+        number(
+            "hs_max_rtt_thresh",
+            "ms",
+            ss::MAX_RTT_THRESH.as_millis() as f64,
+            0.0,
+            1000.0,
+            "HyStart++'s MAX_RTT_THRESH: the largest rise asked for (the maximum wins over a larger minimum)",
+        ),
+        number(
+            "hs_min_rtt_divisor",
+            "1",
+            ss::MIN_RTT_DIVISOR as f64,
+            1.0,
+            1000.0,
+            "HyStart++'s MIN_RTT_DIVISOR: the rise asked for is the last round's minimum RTT over this, within the two thresholds",
+        ),
+        number(
+            "hs_n_rtt_sample",
+            "samples",
+            ss::N_RTT_SAMPLE as f64,
+            1.0,
+            1000.0,
+            "HyStart++'s N_RTT_SAMPLE: RTT samples a round needs before its minimum is compared",
+        ),
+        number(
+            "hs_css_growth_divisor",
+            "1",
+            ss::CSS_GROWTH_DIVISOR as f64,
+            1.0,
+            1000.0,
+            "HyStart++'s CSS_GROWTH_DIVISOR: conservative slow start grows this many times slower than slow start",
+        ),
+        number(
+            "hs_css_rounds",
+            "rounds",
+            ss::CSS_ROUNDS as f64,
+            0.0,
+            1000.0,
+            "HyStart++'s CSS_ROUNDS: rounds of conservative slow start before congestion avoidance",
+        ),
+        number(
+            "search_window_factor",
+            "initial RTTs",
+            ss::SEARCH_WINDOW_FACTOR,
+            0.1,
+            100.0,
+            "SEARCH's WINDOW_SIZE_FACTOR: the delivery window's length in initial RTTs",
+        ),
+        number(
+            "search_w",
+            "bins",
+            ss::SEARCH_W as f64,
+            1.0,
+            100.0,
+            "SEARCH's W: bins per delivery window",
+        ),
+        number(
+            "search_extra_bins",
+            "bins",
+            ss::SEARCH_EXTRA_BINS as f64,
+            1.0,
+            1000.0,
+            "SEARCH's EXTRA_BINS: bins kept beyond one window, to look one RTT back",
+        ),
+        number(
+            "search_thresh",
+            "1",
+            ss::SEARCH_THRESH,
+            0.0,
+            1.0,
+            "SEARCH's THRESH: the shortfall of delivered bytes against twice those one RTT earlier that ends slow start",
+        ),
+    ]
+};
+
+/// `base`, then [`SLOW_START_PARAMS`] (`M` must be `N` + 11).
+const fn with_slow_start<const N: usize, const M: usize>(base: [ParamInfo; N]) -> [ParamInfo; M] {
+    assert!(M == N + SLOW_START_PARAMS.len());
+    let mut out = [SLOW_START; M];
+    let mut i = 0;
+    while i < N {
+        out[i] = base[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < SLOW_START_PARAMS.len() {
+        out[N + j] = SLOW_START_PARAMS[j];
+        j += 1;
+    }
+    out
+}
+
+/// The `slow_start=` choice of a spec, with its rule's constants.
+fn slow_start(p: &Params) -> crate::slow_start::SlowStartConfig {
+    use crate::slow_start::{HyStartParams, SearchParams, SlowStartConfig, SlowStartKind};
+    let ms = |k: &str| std::time::Duration::from_secs_f64(p.get(k) / 1e3);
+    let count = |k: &str| p.get(k).round() as u32;
+    SlowStartConfig {
+        kind: SlowStartKind::from_code(p.get("slow_start")),
+        hystart: HyStartParams {
+            min_rtt_thresh: ms("hs_min_rtt_thresh"),
+            max_rtt_thresh: ms("hs_max_rtt_thresh"),
+            min_rtt_divisor: count("hs_min_rtt_divisor"),
+            n_rtt_sample: count("hs_n_rtt_sample"),
+            css_growth_divisor: count("hs_css_growth_divisor") as usize,
+            css_rounds: count("hs_css_rounds"),
+        },
+        search: SearchParams {
+            window_factor: p.get("search_window_factor"),
+            w: count("search_w") as usize,
+            extra_bins: count("search_extra_bins") as usize,
+            thresh: p.get("search_thresh"),
+        },
+    }
 }
 
 fn builtin(algo: CongestionControlAlgorithm) -> Controller {
@@ -635,11 +755,11 @@ const ENTRIES: &[Entry] = &[
             name: "newreno",
             summary: "NewReno as RFC 9002 specifies it; the reference plugin",
             origin: Origin::Plugin,
-            params: &[SLOW_START, ECN],
+            params: &with_slow_start::<1, 12>([ECN]),
         },
         build: |p| {
             Controller::Plugin(Arc::new(NewRenoConfig {
-                slow_start: crate::slow_start::SlowStartKind::from_code(p.get("slow_start")),
+                slow_start: slow_start(p),
             }))
         },
     },
@@ -1413,7 +1533,14 @@ mod tests {
         let e = parse("bbr2:x=1").unwrap_err();
         assert!(e.to_string().ends_with("it takes no parameters"), "{e}");
         let e = parse("newreno:x=1").unwrap_err();
-        assert!(e.to_string().ends_with("valid: slow_start, ecn"), "{e}");
+        assert!(
+            e.to_string().ends_with(
+                "valid: ecn, slow_start, hs_min_rtt_thresh, hs_max_rtt_thresh, \
+                 hs_min_rtt_divisor, hs_n_rtt_sample, hs_css_growth_divisor, hs_css_rounds, \
+                 search_window_factor, search_w, search_extra_bins, search_thresh"
+            ),
+            "{e}"
+        );
         assert!(matches!(
             parse("newreno:ecn=l4s"),
             Err(SpecError::BadValue { .. })

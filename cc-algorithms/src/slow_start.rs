@@ -46,6 +46,107 @@ pub const CSS_GROWTH_DIVISOR: usize = 4;
 /// RFC 9406's CSS_ROUNDS.
 pub const CSS_ROUNDS: u32 = 5;
 
+/// HyStart++'s constants (RFC 9406 section 4.3), each a parameter of the
+/// plugins that take `slow_start=` (`hs_*`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HyStartParams {
+    /// MIN_RTT_THRESH.
+    pub min_rtt_thresh: Duration,
+    /// MAX_RTT_THRESH.
+    pub max_rtt_thresh: Duration,
+    /// MIN_RTT_DIVISOR.
+    pub min_rtt_divisor: u32,
+    /// N_RTT_SAMPLE.
+    pub n_rtt_sample: u32,
+    /// CSS_GROWTH_DIVISOR.
+    pub css_growth_divisor: usize,
+    /// CSS_ROUNDS.
+    pub css_rounds: u32,
+}
+
+impl HyStartParams {
+    /// The RFC's values.
+    pub const RFC: HyStartParams = HyStartParams {
+        min_rtt_thresh: MIN_RTT_THRESH,
+        max_rtt_thresh: MAX_RTT_THRESH,
+        min_rtt_divisor: MIN_RTT_DIVISOR,
+        n_rtt_sample: N_RTT_SAMPLE,
+        css_growth_divisor: CSS_GROWTH_DIVISOR,
+        css_rounds: CSS_ROUNDS,
+    };
+}
+
+impl Default for HyStartParams {
+    fn default() -> Self {
+        HyStartParams::RFC
+    }
+}
+
+/// SEARCH's constants, each a parameter of the plugins that take
+/// `slow_start=` (`search_*`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchParams {
+    /// WINDOW_SIZE_FACTOR: the window in initial RTTs.
+    pub window_factor: f64,
+    /// W: bins per window.
+    pub w: usize,
+    /// EXTRA_BINS: bins kept beyond a window.
+    pub extra_bins: usize,
+    /// THRESH.
+    pub thresh: f64,
+}
+
+impl SearchParams {
+    /// The draft's values.
+    pub const DRAFT: SearchParams = SearchParams {
+        window_factor: SEARCH_WINDOW_FACTOR,
+        w: SEARCH_W,
+        extra_bins: SEARCH_EXTRA_BINS,
+        thresh: SEARCH_THRESH,
+    };
+
+    fn bins(&self) -> usize {
+        self.w.max(1) + self.extra_bins.max(1)
+    }
+}
+
+impl Default for SearchParams {
+    fn default() -> Self {
+        SearchParams::DRAFT
+    }
+}
+
+/// A plugin's slow start: which, with its rule's constants.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SlowStartConfig {
+    /// Which slow start.
+    pub kind: SlowStartKind,
+    /// HyStart++'s constants (used when `kind` is HyStart++).
+    pub hystart: HyStartParams,
+    /// SEARCH's constants (used when `kind` is SEARCH).
+    pub search: SearchParams,
+}
+
+impl SlowStartConfig {
+    /// Standard slow start.
+    pub const STANDARD: SlowStartConfig = SlowStartConfig::of(SlowStartKind::Standard);
+
+    /// `kind` with the RFC's and the draft's constants.
+    pub const fn of(kind: SlowStartKind) -> SlowStartConfig {
+        SlowStartConfig {
+            kind,
+            hystart: HyStartParams::RFC,
+            search: SearchParams::DRAFT,
+        }
+    }
+}
+
+impl From<SlowStartKind> for SlowStartConfig {
+    fn from(kind: SlowStartKind) -> Self {
+        SlowStartConfig::of(kind)
+    }
+}
+
 /// Which slow start a window-based plugin runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SlowStartKind {
@@ -82,12 +183,18 @@ pub enum ExitRule {
 }
 
 impl ExitRule {
-    /// The rule of `kind`; `None` for standard slow start.
-    pub fn new(kind: SlowStartKind) -> Option<ExitRule> {
-        match kind {
+    /// The rule `cfg` asks for; `None` for standard slow start.
+    pub fn new(cfg: SlowStartConfig) -> Option<ExitRule> {
+        match cfg.kind {
             SlowStartKind::Standard => None,
-            SlowStartKind::HystartPlusPlus => Some(ExitRule::HyStart(HyStartPP::default())),
-            SlowStartKind::Search => Some(ExitRule::Search(Search::default())),
+            SlowStartKind::HystartPlusPlus => Some(ExitRule::HyStart(HyStartPP {
+                p: cfg.hystart,
+                ..HyStartPP::default()
+            })),
+            SlowStartKind::Search => Some(ExitRule::Search(Search {
+                p: cfg.search,
+                ..Search::default()
+            })),
         }
     }
 
@@ -177,6 +284,7 @@ pub enum Verdict {
 /// HyStart++ state for one flow.
 #[derive(Debug, Clone, Default)]
 pub struct HyStartPP {
+    p: HyStartParams,
     rounds: RoundTracker,
     last_round_min: Option<Duration>,
     current_round_min: Option<Duration>,
@@ -204,7 +312,7 @@ impl HyStartPP {
     /// The window increase for `acked` bytes in slow start.
     pub fn increase(&self, acked: usize) -> usize {
         if self.in_css() {
-            acked / CSS_GROWTH_DIVISOR
+            acked / self.p.css_growth_divisor.max(1)
         } else {
             acked
         }
@@ -221,7 +329,7 @@ impl HyStartPP {
                 self.samples = 0;
                 if self.in_css() {
                     self.css_rounds += 1;
-                    if self.css_rounds >= CSS_ROUNDS {
+                    if self.css_rounds >= self.p.css_rounds {
                         self.css_baseline = None;
                         return Verdict::EndSlowStart;
                     }
@@ -233,14 +341,18 @@ impl HyStartPP {
         };
         self.current_round_min = Some(self.current_round_min.map_or(rtt, |m| m.min(rtt)));
         self.samples += 1;
-        if self.samples < N_RTT_SAMPLE {
+        if self.samples < self.p.n_rtt_sample {
             return Verdict::Continue;
         }
         let current = self.current_round_min.unwrap_or(rtt);
         match self.css_baseline {
             None => {
                 if let Some(last) = self.last_round_min {
-                    let thresh = (last / MIN_RTT_DIVISOR).clamp(MIN_RTT_THRESH, MAX_RTT_THRESH);
+                    // clamp(), without its panic when a tuned minimum
+                    // exceeds the maximum: the maximum wins.
+                    let thresh = (last / self.p.min_rtt_divisor.max(1))
+                        .max(self.p.min_rtt_thresh)
+                        .min(self.p.max_rtt_thresh);
                     if current >= last + thresh {
                         self.css_baseline = Some(current);
                         self.css_rounds = 0;
@@ -279,14 +391,6 @@ pub const SEARCH_EXTRA_BINS: usize = 15;
 /// SEARCH's THRESH: the shortfall of delivered bytes against twice those
 /// one RTT earlier that ends slow start.
 pub const SEARCH_THRESH: f64 = 0.35;
-/// Bins that may pass with no ACK before SEARCH starts over: the whole
-/// ring (an idle sender). Early in slow start a small window's ACKs come
-/// in trains an RTT apart, several bins with none; a reset there (2 missed
-/// bins) restarts the history every round until the window spans the RTT,
-/// and at 20 Mbit/s, 40 ms it delayed the first check past the first loss.
-pub const SEARCH_MISSED_BINS: u64 = SEARCH_BINS as u64;
-
-const SEARCH_BINS: usize = SEARCH_W + SEARCH_EXTRA_BINS;
 
 /// SEARCH (draft-chung-ccwg-search): slow start ends when the bytes
 /// delivered over the last window (3.5 initial RTTs, in 10 bins) fall short
@@ -296,6 +400,7 @@ const SEARCH_BINS: usize = SEARCH_W + SEARCH_EXTRA_BINS;
 /// RTT back is interpolated between bins.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
+    p: SearchParams,
     /// Cumulative delivered bytes at the end of each bin (a ring).
     bins: Vec<u64>,
     /// Index of the current bin; `None` before the first ACK.
@@ -322,7 +427,7 @@ impl Search {
     }
 
     fn bin(&self, i: u64) -> u64 {
-        self.bins[(i % SEARCH_BINS as u64) as usize]
+        self.bins[(i % self.bins.len() as u64) as usize]
     }
 
     /// Cumulative delivered bytes at fractional bin index `x`.
@@ -364,19 +469,19 @@ impl Search {
             let Some(sample) = ack.rtt_sample.or(ack.rtt.min_rtt) else {
                 return Verdict::Continue;
             };
-            let d = sample.mul_f64(SEARCH_WINDOW_FACTOR / SEARCH_W as f64);
+            let d = sample.mul_f64(self.p.window_factor / self.p.w.max(1) as f64);
             if d.is_zero() {
                 return Verdict::Continue;
             }
             self.bin_duration = d;
-            self.bins = vec![0; SEARCH_BINS];
+            self.bins = vec![0; self.p.bins()];
             self.bins[0] = self.delivered;
             self.curr = Some(0);
             self.bin_end = Some(now + d);
             return Verdict::Continue;
         };
         if now <= end {
-            let i = (curr % SEARCH_BINS as u64) as usize;
+            let i = (curr % self.bins.len() as u64) as usize;
             self.bins[i] = self.delivered;
             return Verdict::Continue;
         }
@@ -384,40 +489,49 @@ impl Search {
         // cumulative count they started with.
         let passed =
             ((now - end).as_secs_f64() / self.bin_duration.as_secs_f64()).floor() as u64 + 1;
-        if passed > SEARCH_MISSED_BINS {
+        // Bins with no ACK keep the cumulative count they began with; only
+        // a gap longer than the bins kept (an idle sender) starts over.
+        // Early in slow start a small window's ACKs come in trains an RTT
+        // apart, several bins with none; resetting there (after 2 missed
+        // bins) restarted the history every round until the window spanned
+        // the RTT, and at 20 Mbit/s, 40 ms it put the first check past the
+        // first loss.
+        let ring = self.bins.len() as u64;
+        if passed >= ring {
             self.resets += 1;
             self.reset();
             return Verdict::Continue;
         }
         let before = self.delivered - ack.acked_bytes as u64;
         for k in 1..passed {
-            let i = ((curr + k) % SEARCH_BINS as u64) as usize;
+            let i = ((curr + k) % ring) as usize;
             self.bins[i] = before;
         }
         let curr = curr + passed;
-        self.bins[(curr % SEARCH_BINS as u64) as usize] = self.delivered;
+        self.bins[(curr % ring) as usize] = self.delivered;
         self.curr = Some(curr);
         self.bin_end = Some(end + self.bin_duration * passed as u32);
         // The window now, and the window one smoothed RTT earlier.
         let back = rtt.as_secs_f64() / self.bin_duration.as_secs_f64();
         let prev = curr as f64 - back;
-        if prev < SEARCH_W as f64 {
+        let w = self.p.w.max(1);
+        if prev < w as f64 {
             return Verdict::Continue;
         }
-        if curr as f64 - (prev - SEARCH_W as f64) >= SEARCH_BINS as f64 - 1.0 {
+        if curr as f64 - (prev - w as f64) >= ring as f64 - 1.0 {
             // The RTT grew past what the bins remember: start over.
             self.resets += 1;
             self.reset();
             return Verdict::Continue;
         }
-        let curr_delv = (self.bin(curr) - self.bin(curr - SEARCH_W as u64)) as f64;
-        let prev_delv = self.at(prev) - self.at(prev - SEARCH_W as f64);
+        let curr_delv = (self.bin(curr) - self.bin(curr - w as u64)) as f64;
+        let prev_delv = self.at(prev) - self.at(prev - w as f64);
         if prev_delv <= 0.0 {
             return Verdict::Continue;
         }
         let norm_diff = (2.0 * prev_delv - curr_delv) / (2.0 * prev_delv);
         self.last_norm_diff = norm_diff;
-        if norm_diff >= SEARCH_THRESH {
+        if norm_diff >= self.p.thresh {
             return Verdict::ExitWith(cwnd);
         }
         Verdict::Continue

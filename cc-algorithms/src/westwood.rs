@@ -38,21 +38,21 @@ use quiche::cc::{
 
 use crate::estimators::{WestwoodEstimator, WestwoodFilterKind};
 use crate::newreno::{delegate_window_to_reno, NewReno};
-use crate::slow_start::SlowStartKind;
+use crate::slow_start::SlowStartConfig;
 
 /// Westwood+'s one tunable: its bandwidth filter.
 #[derive(Debug, Clone)]
 pub struct WestwoodConfig {
     /// The bandwidth filter (Linux's by default).
     pub filter: WestwoodFilterKind,
-    /// The slow start (`slow_start=`): standard, HyStart++ or SEARCH.
-    pub slow_start: SlowStartKind,
+    /// The slow start (`slow_start=` and its rule's constants).
+    pub slow_start: SlowStartConfig,
 }
 
 impl Default for WestwoodConfig {
     fn default() -> Self {
         WestwoodConfig {
-            slow_start: SlowStartKind::Standard,
+            slow_start: SlowStartConfig::STANDARD,
             filter: WestwoodFilterKind::Linux,
         }
     }
@@ -82,8 +82,8 @@ pub struct Westwood {
 
 impl Westwood {
     /// The same controller with `kind` of slow start.
-    pub fn with_slow_start(mut self, kind: SlowStartKind) -> Self {
-        self.reno = self.reno.with_slow_start(kind);
+    pub fn with_slow_start(mut self, cfg: impl Into<SlowStartConfig>) -> Self {
+        self.reno = self.reno.with_slow_start(cfg);
         self
     }
 

@@ -274,7 +274,23 @@ fn accepted(info: &AlgorithmInfo, fixed: Option<(&ParamInfo, f64)>) -> Result<St
         .iter()
         .filter(|p| p.kind != ParamKind::File && fixed.is_none_or(|(f, _)| f.name != p.name))
         .collect();
-    let choices: Vec<Vec<f64>> = others.iter().map(|p| candidates(p)).collect();
+    // A slow-start rule's constant is tried with that rule chosen.
+    let rule = fixed.and_then(|(f, _)| {
+        if f.name.starts_with("hs_") {
+            Some(1.0)
+        } else if f.name.starts_with("search_") {
+            Some(2.0)
+        } else {
+            None
+        }
+    });
+    let choices: Vec<Vec<f64>> = others
+        .iter()
+        .map(|p| match rule {
+            Some(code) if p.name == "slow_start" => vec![code],
+            _ => candidates(p),
+        })
+        .collect();
     let combinations: usize = choices.iter().map(Vec::len).product();
     let mut refusals = Vec::new();
     for mut n in 0..combinations {
