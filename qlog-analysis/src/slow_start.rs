@@ -420,4 +420,20 @@ mod tests {
         assert_eq!(u.summary(1.0, true, None), None);
         assert_eq!(SlowStartTracker::default().summary(1.0, true, None), None);
     }
+
+    #[test]
+    fn counted_losses_belong_to_slow_start_until_one_rtt_after_its_end() {
+        let mut t = SlowStartTracker::default();
+        t.on_state(0.0, "slow_start");
+        metrics(&mut t, 0.1, 50_000.0, 100.0);
+        t.on_lost_count(0.2, 3);
+        t.on_state(0.2, "recovery");
+        // Declared within one smoothed RTT (100 ms) of the end: overshoot.
+        t.on_lost_count(0.25, 2);
+        t.on_lost_count(0.35, 4);
+        let s = t.summary(1.0, false, Some(90.0)).unwrap();
+        assert_eq!(s.lost_packets, 5);
+        // The same trace read by events would count those instead.
+        assert_eq!(t.summary(1.0, true, Some(90.0)).unwrap().lost_packets, 0);
+    }
 }
