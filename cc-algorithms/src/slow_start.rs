@@ -638,11 +638,33 @@ mod tests {
         }
     }
 
+    /// An application-space ACK of `bytes` at a 100 ms RTT.
+    fn search_ack(acked: &[quiche::cc::AckedPacket], bytes: usize) -> AckEvent<'_> {
+        let rtt = Duration::from_millis(100);
+        AckEvent {
+            space: PacketSpace::Application,
+            acked,
+            acked_bytes: bytes,
+            rtt_sample: Some(rtt),
+            rtt: quiche::cc::RttEstimates {
+                latest_rtt: rtt,
+                min_rtt: Some(rtt),
+                smoothed_rtt: rtt,
+                rttvar: Duration::ZERO,
+            },
+            bytes_in_flight_before: 0,
+            bytes_in_flight_after: 0,
+            app_limited: false,
+            delivery_rate: 0,
+            delivery_rate_app_limited: false,
+            recovery_start_time: None,
+        }
+    }
+
     /// ACKs every 5 ms for `ms` milliseconds at 100 ms RTT, delivering
     /// `rate(t)` bytes per second; the first time SEARCH says exit.
     fn search_run(s: &mut Search, ms: u64, rate: impl Fn(f64) -> f64) -> Option<f64> {
         let t0 = Instant::now();
-        let rtt = Duration::from_millis(100);
         let acked = [quiche::cc::AckedPacket {
             pkt_num: 1,
             size: 1200,
@@ -651,24 +673,7 @@ mod tests {
         for k in 1..=ms / 5 {
             let t = k as f64 * 0.005;
             let bytes = (rate(t) * 0.005) as usize;
-            let ack = AckEvent {
-                space: PacketSpace::Application,
-                acked: &acked,
-                acked_bytes: bytes,
-                rtt_sample: Some(rtt),
-                rtt: quiche::cc::RttEstimates {
-                    latest_rtt: rtt,
-                    min_rtt: Some(rtt),
-                    smoothed_rtt: rtt,
-                    rttvar: Duration::ZERO,
-                },
-                bytes_in_flight_before: 0,
-                bytes_in_flight_after: 0,
-                app_limited: false,
-                delivery_rate: 0,
-                delivery_rate_app_limited: false,
-                recovery_start_time: None,
-            };
+            let ack = search_ack(&acked, bytes);
             let now = t0 + Duration::from_secs_f64(t);
             if let Verdict::ExitWith(_) = s.on_ack(&ack, now, 100_000, false) {
                 return Some(t);
@@ -698,25 +703,7 @@ mod tests {
             size: 1200,
             time_sent: ack_time,
         }];
-        let rtt = Duration::from_millis(100);
-        let ack = AckEvent {
-            space: PacketSpace::Application,
-            acked: &acked,
-            acked_bytes: 1200,
-            rtt_sample: Some(rtt),
-            rtt: quiche::cc::RttEstimates {
-                latest_rtt: rtt,
-                min_rtt: Some(rtt),
-                smoothed_rtt: rtt,
-                rttvar: Duration::ZERO,
-            },
-            bytes_in_flight_before: 0,
-            bytes_in_flight_after: 0,
-            app_limited: true,
-            delivery_rate: 0,
-            delivery_rate_app_limited: true,
-            recovery_start_time: None,
-        };
+        let ack = search_ack(&acked, 1200);
         assert_eq!(s.on_ack(&ack, ack_time, 100_000, true), Verdict::Continue);
         assert_eq!((s.curr, s.resets), (None, 1));
         // Started again, then a minute with no ACK: more than the ring.
