@@ -155,7 +155,7 @@ pub enum SlowStartKind {
     Standard,
     /// HyStart++ (RFC 9406).
     HystartPlusPlus,
-    /// SEARCH (draft-chung-ccwg-search-10).
+    /// SEARCH 3.x (the rule of draft-chung-ccwg-search before -09).
     Search,
 }
 
@@ -392,12 +392,21 @@ pub const SEARCH_EXTRA_BINS: usize = 15;
 /// one RTT earlier that ends slow start.
 pub const SEARCH_THRESH: f64 = 0.35;
 
-/// SEARCH (draft-chung-ccwg-search): slow start ends when the bytes
-/// delivered over the last window (3.5 initial RTTs, in 10 bins) fall short
-/// of twice those delivered over the window one smoothed RTT earlier by
+/// SEARCH as its authors' version 3.0/3.1 and the draft's revisions before
+/// -09 give it (draft-chung-ccwg-search; not -09/-10, see below): slow
+/// start ends when the bytes delivered over the last window (3.5 initial
+/// RTTs, in 10 bins) fall short of twice those delivered over the window
+/// one smoothed RTT earlier by
 /// `SEARCH_THRESH` of the latter: the delivery rate stopped doubling, the
 /// bottleneck is full. Bins hold cumulative delivered bytes; the window one
 /// RTT back is interpolated between bins.
+///
+/// **Not the newest revision.** From -09 (17 March 2026) the draft compares
+/// the bytes delivered over the window with the bytes *sent* over the window
+/// one RTT earlier, exits at a shortfall of 26% (not 35%), and drains the
+/// window towards one initial RTT's deliveries at the exit instead of
+/// keeping it. This is the earlier rule, which compares with twice the
+/// bytes delivered one RTT earlier; -09/-10 are not implemented.
 #[derive(Debug, Clone, Default)]
 pub struct Search {
     p: SearchParams,
