@@ -308,6 +308,16 @@ mod tests {
         assert_eq!(s.dims(), 2);
         assert_eq!(s.spec(&s.values(&[0.0, 1.0])), "vegas:alpha=1,beta=8");
         assert_eq!(s.default_point(), vec![0.2, 2.0 / 6.0]);
+        // A slow-start rule's constant, with the rule in the base spec.
+        let s = Space::parse(
+            "newreno:slow_start=hystart++",
+            &["hs_css_rounds=0..10".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            s.spec(&s.values(&[0.5])),
+            "newreno:slow_start=hystart++,hs_css_rounds=5"
+        );
         let s = Space::parse("cubic", &["hystart=0..1".into()]).unwrap();
         assert_eq!(s.base_spec(), "cubic");
         // A rate in bit/s, and a parameter the algorithm requires.
@@ -321,7 +331,7 @@ mod tests {
             ("vegas", "alpha=-1..2", "leaves alpha's allowed"),
             ("vegas:alpha=2", "alpha=1..3", "given twice"),
             ("vegas:gamma=x", "alpha=1..2", "gamma"),
-            ("newreno", "x=1..2", "no numeric parameters"),
+            ("tahoe", "x=1..2", "no numeric parameters"),
             ("vegas", "loss_response=0..1", "is a choice (half, ns2)"),
         ] {
             let e = Space::parse(base, &[p.into()]).unwrap_err();
