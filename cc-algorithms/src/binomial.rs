@@ -166,8 +166,8 @@ impl Binomial {
 }
 
 impl CongestionController for Binomial {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
-        self.reno.note_sent(pkt, now);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.reno.note_sent(pkt);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {

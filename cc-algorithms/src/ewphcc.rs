@@ -324,9 +324,9 @@ impl Ewphcc {
 }
 
 impl CongestionController for Ewphcc {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
-        self.reno.note_sent(pkt, now);
+        self.reno.note_sent(pkt);
         self.round_sent += 1;
     }
 

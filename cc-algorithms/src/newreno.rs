@@ -231,11 +231,11 @@ impl NewReno {
     /// full-size datagram; for [`window_underused`](Self::window_underused).
     /// Controllers that keep a [`NewReno`] pass their `on_packet_sent` on
     /// to it; without it, the sample alone decides.
-    pub(crate) fn note_sent(&mut self, pkt: &SentPacket, now: Instant) {
+    pub(crate) fn note_sent(&mut self, pkt: &SentPacket) {
         let cwnd = self.cwnd.max(Self::min_window_of(self.mss));
         self.window_full = pkt.bytes_in_flight + pkt.size + self.mss > cwnd;
         if let Some(r) = &mut self.rule {
-            r.on_sent(pkt, now);
+            r.on_sent(pkt);
         }
     }
 
@@ -248,7 +248,7 @@ impl NewReno {
         if self.cwnd >= self.ssthresh || self.recovering {
             return false;
         }
-        let underused = self.window_underused(ack);
+        let underused = self.rule.is_some() && self.window_underused(ack);
         let Some(rule) = &mut self.rule else {
             return false;
         };
@@ -286,10 +286,7 @@ impl NewReno {
     /// The share of slow start's growth the exit rule allows now: a
     /// quarter in HyStart++'s CSS, else all.
     pub(crate) fn slow_start_scale(&self) -> f64 {
-        match &self.rule {
-            Some(r) => r.increase(1 << 20) as f64 / (1 << 20) as f64,
-            None => 1.0,
-        }
+        self.rule.as_ref().map_or(1.0, ExitRule::growth_share)
     }
 
     /// Slow start and congestion avoidance for one ACK (RFC 9002 B.5).
@@ -384,8 +381,8 @@ impl NewReno {
 }
 
 impl CongestionController for NewReno {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
-        self.note_sent(pkt, now);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.note_sent(pkt);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {

@@ -199,10 +199,10 @@ impl ExitRule {
     }
 
     /// Records a sent packet.
-    pub fn on_sent(&mut self, pkt: &SentPacket, now: Instant) {
-        match self {
-            ExitRule::HyStart(h) => h.on_sent(pkt),
-            ExitRule::Search(s) => s.on_sent(pkt, now),
+    pub fn on_sent(&mut self, pkt: &SentPacket) {
+        // SEARCH counts deliveries only.
+        if let ExitRule::HyStart(h) = self {
+            h.on_sent(pkt);
         }
     }
 
@@ -226,6 +226,17 @@ impl ExitRule {
         match self {
             ExitRule::HyStart(h) => h.increase(acked),
             ExitRule::Search(_) => acked,
+        }
+    }
+
+    /// The share of slow start's growth allowed now: 1 /
+    /// CSS_GROWTH_DIVISOR in HyStart++'s CSS, else 1 (for controllers with
+    /// a growth rule of their own, which [`increase`](Self::increase)'s
+    /// bytes do not fit).
+    pub fn growth_share(&self) -> f64 {
+        match self {
+            ExitRule::HyStart(h) if h.in_css() => 1.0 / h.p.css_growth_divisor.max(1) as f64,
+            _ => 1.0,
         }
     }
 
@@ -425,9 +436,6 @@ pub struct Search {
 }
 
 impl Search {
-    /// Records a sent packet (SEARCH needs only deliveries).
-    pub fn on_sent(&mut self, _pkt: &SentPacket, _now: Instant) {}
-
     /// Starts over: the next ACK begins new bins.
     pub fn reset(&mut self) {
         self.curr = None;

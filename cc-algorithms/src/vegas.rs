@@ -437,9 +437,9 @@ impl Vegas {
 }
 
 impl CongestionController for Vegas {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
         self.rounds.on_sent(pkt.space, pkt.pkt_num);
-        self.reno.note_sent(pkt, now);
+        self.reno.note_sent(pkt);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {

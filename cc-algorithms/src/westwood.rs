@@ -116,8 +116,8 @@ impl Westwood {
 }
 
 impl CongestionController for Westwood {
-    fn on_packet_sent(&mut self, pkt: &SentPacket, now: Instant) {
-        self.reno.note_sent(pkt, now);
+    fn on_packet_sent(&mut self, pkt: &SentPacket, _now: Instant) {
+        self.reno.note_sent(pkt);
     }
 
     fn on_ack(&mut self, ack: &AckEvent, now: Instant) {
