@@ -554,6 +554,18 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 "link.{dir}.changes: scheduled link changes run on the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not apply them yet"
             )));
         }
+        if let Some(p) = d.policer {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.policer: `{}` is a link element of the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not police yet",
+                p.to_spec()
+            )));
+        }
+        if let Some(a) = d.aggregate {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.aggregate: `{}` is a link element of the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not aggregate yet",
+                a.to_spec()
+            )));
+        }
         let missing = |q: &str| NetemError::MissingQdisc { qdisc: q.into() };
         if impairments && needs_netem(d) && !caps.netem {
             return Err(missing("netem"));

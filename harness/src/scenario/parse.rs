@@ -160,6 +160,14 @@ impl Scenario {
         s.links = Topology::from_toml(&template, t.get("links"), t.get("topology"), base)
             .map_err(|e| link_err(cx.source, e))?;
         let dur = s.duration_ns;
+        s.link
+            .check_schedule("link", dur)
+            .map_err(|e| link_err(cx.source, e))?;
+        for (i, l) in s.links.iter().flat_map(|t| t.links.iter()).enumerate() {
+            l.spec
+                .check_schedule(&format!("links[{i}]"), dur)
+                .map_err(|e| link_err(cx.source, e))?;
+        }
         s.flows = match t.get("flows") {
             Some(v) => {
                 let link = s.link.clone();

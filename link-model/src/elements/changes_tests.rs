@@ -240,3 +240,35 @@ fn changes_are_read_written_back_and_refused_with_reasons() {
         assert!(e.contains(want), "{extra}: {e}");
     }
 }
+
+#[test]
+fn changes_after_the_end_and_overlapping_outages_are_refused() {
+    let check = |extra: &str| link(extra).check_schedule("link", 20 * S);
+    assert!(check("[[changes]]\nat = \"19s\"\nrate = \"5mbit\"\n").is_ok());
+    let e = check("[[changes]]\nat = \"20s\"\nrate = \"5mbit\"\n").unwrap_err();
+    assert_eq!(e.field, "link.changes");
+    assert!(
+        e.problem
+            .contains("at 20s is at or after the run's end (20s)"),
+        "{e}"
+    );
+    // Two outages that overlap, one of them repeating; pauses alike.
+    let e = check(
+        "[[changes]]\nat = \"5s\"\nevery = \"5s\"\noutage = \"1s\"\n[[changes]]\nat = \"10.5s\"\noutage = \"100ms\"\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.problem
+            .contains("the outage from 10s to 11s overlaps the outage from 10500ms"),
+        "{e}"
+    );
+    let e = check("[down]\n[[down.changes]]\nat = \"1s\"\npause = \"2s\"\n[[down.changes]]\nat = \"2s\"\npause = \"1s\"\n")
+        .unwrap_err();
+    assert_eq!(e.field, "link.down.changes");
+    assert!(e.problem.contains("a pause may not begin"), "{e}");
+    // Back to back, or an outage during a pause, is allowed.
+    assert!(check(
+        "[[changes]]\nat = \"1s\"\noutage = \"1s\"\n[[changes]]\nat = \"2s\"\noutage = \"1s\"\n[[changes]]\nat = \"1.5s\"\npause = \"1s\"\n"
+    )
+    .is_ok());
+}

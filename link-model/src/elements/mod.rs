@@ -3,9 +3,12 @@
 //! [`pipeline::Direction`], which chains them:
 //!
 //! ```text
-//! arrive → loss → duplicate → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → deliver
+//! arrive → loss → duplicate → policer → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → aggregation → deliver
 //! ```
 
+pub mod aggregate;
+#[cfg(test)]
+mod burst_tests;
 #[cfg(test)]
 mod changes_tests;
 pub mod codel;
@@ -18,6 +21,7 @@ pub mod loss;
 pub mod packet;
 pub mod pie;
 pub mod pipeline;
+pub mod policer;
 pub mod queue;
 pub mod red;
 pub mod reorder;

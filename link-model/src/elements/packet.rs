@@ -134,11 +134,14 @@ pub enum DropReason {
     /// DualPI2 dropped an L-queue packet in overload (the coupled
     /// probability saturated, RFC 9332 §4.2.3).
     DualPi2L = 7,
+    /// The token-bucket policer found too few tokens (code 9: 8 is
+    /// [`MarkReason::Step`]'s, a mechanism that never drops).
+    Policer = 9,
 }
 
 impl DropReason {
     /// All reasons, in code order.
-    pub const ALL: [DropReason; 7] = [
+    pub const ALL: [DropReason; 8] = [
         DropReason::Loss,
         DropReason::QueueFull,
         DropReason::Red,
@@ -146,6 +149,7 @@ impl DropReason {
         DropReason::Pie,
         DropReason::DualPi2C,
         DropReason::DualPi2L,
+        DropReason::Policer,
     ];
 
     /// The reasons every summary lists, even at zero (the others are
@@ -163,6 +167,7 @@ impl DropReason {
             DropReason::Pie => "pie",
             DropReason::DualPi2C => "dualpi2_c",
             DropReason::DualPi2L => "dualpi2_l",
+            DropReason::Policer => "policer",
         }
     }
 
@@ -173,7 +178,10 @@ impl DropReason {
 
     /// Its place in [`DropReason::ALL`] (and in counters).
     pub fn index(self) -> usize {
-        self as usize - 1
+        match self {
+            DropReason::Policer => 7,
+            r => r as usize - 1,
+        }
     }
 }
 
@@ -231,6 +239,14 @@ impl MarkReason {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drop_reasons_index_their_place_in_all() {
+        for (i, r) in DropReason::ALL.into_iter().enumerate() {
+            assert_eq!(r.index(), i, "{r:?}");
+            assert_eq!(DropReason::from_code(r as u8), Some(r));
+        }
+    }
 
     #[test]
     fn mark_reasons_index_their_place_in_all() {

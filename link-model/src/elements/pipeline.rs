@@ -1,7 +1,7 @@
 //! One direction of the emulated link: the elements in order.
 //!
 //! ```text
-//! arrive → loss → duplicate → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → deliver
+//! arrive → loss → duplicate → policer → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → aggregation → deliver
 //! ```
 //!
 //! Time is virtual: every step happens at the time it would on a real link
@@ -14,10 +14,12 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::aggregate::Releases;
 use super::delay::Delay;
 use super::duplicate::Duplicate;
 use super::loss::Loss;
 use super::packet::{DropReason, MarkReason, Packet};
+use super::policer::TokenBucket;
 use super::reorder::Reorder;
 use super::rng::Rng;
 use super::sched::{ClassQueue, Scheduler};
@@ -40,6 +42,9 @@ pub struct Counters {
     /// DualPI2's drops: dualpi2_c, dualpi2_l (absent from JSON while none).
     #[serde(skip_serializing_if = "no_dualpi2_drops")]
     pub dropped_dualpi2: [u64; 2],
+    /// The policer's drops (absent from JSON while none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_policer: u64,
     /// CE marks by reason, in [`MarkReason::ALL`]'s order: red, codel,
     /// pie, dualpi2_c, dualpi2_l, step (absent from JSON while none).
     #[serde(skip_serializing_if = "no_marks")]
@@ -68,6 +73,10 @@ fn no_marks(m: &[u64; 6]) -> bool {
     m.iter().all(|&x| x == 0)
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn no_dualpi2_drops(m: &[u64; 2]) -> bool {
     m.iter().all(|&x| x == 0)
 }
@@ -75,13 +84,17 @@ fn no_dualpi2_drops(m: &[u64; 2]) -> bool {
 impl Counters {
     /// Drops of every reason.
     pub fn drops(&self) -> u64 {
-        self.dropped.iter().sum::<u64>() + self.dropped_dualpi2.iter().sum::<u64>()
+        self.dropped.iter().sum::<u64>()
+            + self.dropped_dualpi2.iter().sum::<u64>()
+            + self.dropped_policer
     }
 
     /// Drops of one reason.
     pub fn dropped_by(&self, why: DropReason) -> u64 {
         let i = why.index();
-        if i < self.dropped.len() {
+        if why == DropReason::Policer {
+            self.dropped_policer
+        } else if i < self.dropped.len() {
             self.dropped[i]
         } else {
             self.dropped_dualpi2[i - self.dropped.len()]
@@ -90,7 +103,9 @@ impl Counters {
 
     fn drop_slot(&mut self, why: DropReason) -> &mut u64 {
         let i = why.index();
-        if i < self.dropped.len() {
+        if why == DropReason::Policer {
+            &mut self.dropped_policer
+        } else if i < self.dropped.len() {
             &mut self.dropped[i]
         } else {
             &mut self.dropped_dualpi2[i - self.dropped.len()]
@@ -140,6 +155,8 @@ pub struct Direction {
     serializer: Serializer,
     delay: Delay,
     reorder: Reorder,
+    policer: Option<TokenBucket>,
+    aggregate: Option<Releases>,
     in_flight: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     /// Scheduled changes not yet made.
@@ -193,6 +210,10 @@ impl Direction {
             serializer,
             delay: Delay::new(s.delay_ns, s.jitter_ns, s.jitter_distribution, stream(4)),
             reorder: Reorder::new(s.reorder, stream(5)),
+            policer: s
+                .policer
+                .map(|p| TokenBucket::new(p.rate_bps, p.burst_bytes(mtu))),
+            aggregate: s.aggregate.as_ref().map(Releases::new),
             in_flight: BinaryHeap::new(),
             seq: 0,
             schedule: Schedule::new(&s.changes),
@@ -292,6 +313,13 @@ impl Direction {
 
     fn offer(&mut self, pkt: Packet, now: u64, kind: Kind, log: &mut dyn Sink) {
         let r = self.rec(now, kind, &pkt, 0, 0);
+        if let Some(p) = &mut self.policer {
+            if !p.conform(pkt.len(), now) {
+                log.record(&r);
+                self.drop_packet(now, &pkt, DropReason::Policer, 0, log);
+                return;
+            }
+        }
         match self.queue.enqueue(pkt, now) {
             Ok(mark) => {
                 let mut r = r;
@@ -358,6 +386,10 @@ impl Direction {
                 end
             } else {
                 self.delay.deliver_at(end)
+            };
+            let at = match &mut self.aggregate {
+                Some(a) => a.release_at(at, pkt.len() as u64),
+                None => at,
             };
             self.seq += 1;
             self.in_flight.push(Reverse(InFlight {

@@ -258,6 +258,54 @@ pub(super) fn parse_changes(field: &str, v: &toml::Value) -> Result<Vec<Change>,
     Ok(out)
 }
 
+/// Checks a direction's changes against a run of `duration_ns`: none may
+/// come at or after the run's end (it would never happen), and no two
+/// outages, nor two pauses, may overlap (the second would silently merge
+/// into the first). `field` names the direction's changes in errors
+/// (`link.down.changes`).
+pub fn check_within(field: &str, changes: &[Change], duration_ns: u64) -> Result<(), LinkError> {
+    for c in changes {
+        if c.at_ns >= duration_ns {
+            return Err(err(
+                field,
+                format!(
+                    "the change at {} is at or after the run's end ({}): it would never happen; allowed: at from 0 to less than the duration",
+                    format_duration_ns(c.at_ns),
+                    format_duration_ns(duration_ns)
+                ),
+            ));
+        }
+    }
+    type Len = fn(&Change) -> Option<u64>;
+    let kinds: [(&str, &str, Len); 2] = [
+        ("outage", "an", |c| c.outage_ns),
+        ("pause", "a", |c| c.pause_ns),
+    ];
+    for (kind, article, len) in kinds {
+        let mut spans: Vec<(u64, u64)> = changes
+            .iter()
+            .filter_map(|c| len(c).map(|l| (c, l)))
+            .flat_map(|(c, l)| {
+                c.times_until(duration_ns)
+                    .map(move |t| (t, t.saturating_add(l)))
+            })
+            .collect();
+        spans.sort_unstable();
+        if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
+            return Err(err(
+                field,
+                format!(
+                    "the {kind} from {} to {} overlaps the {kind} from {}: give each its own time ({article} {kind} may not begin before the last one ends)",
+                    format_duration_ns(w[0].0),
+                    format_duration_ns(w[0].1),
+                    format_duration_ns(w[1].0)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The pending times of a direction's changes, earliest first.
 #[derive(Clone, Debug, Default)]
 pub struct Schedule {

@@ -25,6 +25,8 @@
 //!                             # ecn=true on red/codel/pie/fq_codel marks ECN-capable packets instead of dropping;
 //!                             # codel[:ce_threshold=1ms] | step[:threshold=1ms|20pkt|30kb] | dualpi2[:target=15ms,...] (see aqm.rs)
 //! sched = "fifo"              # fifo | fq | wfq (deficit round robin; see below)
+//! policer = "none"            # or "rate=10mbit,burst=30kb": a token bucket on arrivals ([`burst`])
+//! aggregate = "none"          # or "period=4ms[,burst=32pkt]": delivery in bursts ([`burst`])
 //! seed = 1
 //!
 //! [link.up]
@@ -63,6 +65,7 @@
 //! [`LinkSpec::to_toml`] writes the fully resolved form back.
 
 mod aqm;
+pub mod burst;
 pub mod changes;
 mod impairments;
 mod table;
@@ -76,6 +79,7 @@ use std::fmt;
 pub use aqm::{
     Aqm, CoDelParams, DualPi2Params, PieParams, RedParams, Sched, StepParams, StepThreshold,
 };
+pub use burst::{Aggregation, Policer};
 pub use impairments::{JitterDistribution, LossModel};
 pub use trace::Trace;
 pub use units::QueueLimit;
@@ -192,6 +196,10 @@ pub struct DirectionSpec {
     pub sched: Sched,
     /// Scheduled changes, in time order ([`changes`]).
     pub changes: Vec<changes::Change>,
+    /// A token-bucket policer on arrivals ([`burst`]), if any.
+    pub policer: Option<Policer>,
+    /// Delivery in bursts ([`burst`]), if any.
+    pub aggregate: Option<Aggregation>,
 }
 
 /// A whole link: both directions, the backend and the seed.
@@ -222,6 +230,8 @@ impl Default for DirectionSpec {
             aqm: Aqm::DropTail,
             sched: Sched::Fifo,
             changes: Vec::new(),
+            policer: None,
+            aggregate: None,
         }
     }
 }
@@ -297,6 +307,21 @@ impl LinkSpec {
             }
         };
         b.max(mtu)
+    }
+
+    /// Checks the scheduled changes against a run of `duration_ns`
+    /// ([`changes::check_within`]); `prefix` names the link in errors
+    /// (`link`, `links[1]`).
+    pub fn check_schedule(&self, prefix: &str, duration_ns: u64) -> Result<(), LinkError> {
+        for d in [Dir::Up, Dir::Down] {
+            let field = if self.up.changes == self.down.changes {
+                format!("{prefix}.changes")
+            } else {
+                format!("{prefix}.{d}.changes")
+            };
+            changes::check_within(&field, &self.dir(d).changes, duration_ns)?;
+        }
+        Ok(())
     }
 
     /// Whether either direction serves its queue by classes (`fq`, `wfq`).

@@ -11,6 +11,7 @@ use super::{
     err, format_prob, Aqm, Backend, DirectionSpec, JitterDistribution, LinkError, LinkSpec,
     LossModel, Sched, Trace,
 };
+use super::{Aggregation, Policer};
 
 const DIRECTION_KEYS: &[&str] = &[
     "rate",
@@ -25,6 +26,8 @@ const DIRECTION_KEYS: &[&str] = &[
     "aqm",
     "sched",
     "changes",
+    "policer",
+    "aggregate",
 ];
 const TOP_KEYS: &[&str] = &["backend", "rtt", "seed", "up", "down"];
 
@@ -186,6 +189,12 @@ impl LinkSpec {
             if d.loss != crate::link::LossModel::None {
                 s.push_str(&format!(", loss {}", g("loss")));
             }
+            if let Some(p) = d.policer {
+                s.push_str(&format!(", policer {}", p.to_spec()));
+            }
+            if let Some(a) = d.aggregate {
+                s.push_str(&format!(", aggregate {}", a.to_spec()));
+            }
             match d.changes.len() {
                 0 => {}
                 1 => s.push_str(", 1 scheduled change"),
@@ -226,6 +235,13 @@ fn direction_toml(d: &DirectionSpec) -> toml::Table {
     dt.insert("queue".into(), d.queue.to_spec().into());
     dt.insert("aqm".into(), d.aqm.to_spec().into());
     dt.insert("sched".into(), d.sched.as_str().into());
+    // Written only when set, so links without them read as they did.
+    if let Some(p) = d.policer {
+        dt.insert("policer".into(), p.to_spec().into());
+    }
+    if let Some(a) = d.aggregate {
+        dt.insert("aggregate".into(), a.to_spec().into());
+    }
     if !d.changes.is_empty() {
         let a: Vec<toml::Value> = d
             .changes
@@ -268,6 +284,12 @@ fn apply_direction(
     apply_delay(d, &f)?;
     apply_impairments(d, &f)?;
     apply_queue(d, &f)?;
+    if let Some((s, f)) = f.get("policer")? {
+        d.policer = Policer::parse(&f, &s)?;
+    }
+    if let Some((s, f)) = f.get("aggregate")? {
+        d.aggregate = Aggregation::parse(&f, &s)?;
+    }
     if let Some(v) = t.get("changes") {
         d.changes = super::changes::parse_changes(&format!("{prefix}.changes"), v)?;
     }
