@@ -22,7 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CCLAB = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/cclab")
 OUT = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="bbr-cases-")
 IMAGES = os.path.join(ROOT, "docs/images")
-CASES = ["alone", "a9-rate-cut", "a18-reordering", "a14-sub-packet-bdp", "a15-rate-up", "a16-rate-down", "a21-shallow-buffer", "two-flows"]
+CASES = ["alone", "a9-rate-cut", "a18-reordering", "a14-sub-packet-bdp", "a15-rate-up", "a16-rate-down", "a21-shallow-buffer",
+         "a12-aggregation-startup", "a13-aggregation-cruise", "a17-policer", "two-flows"]
 STATE_COLOURS = {
     "startup": "#fde0c5", "drain": "#f9c6d0", "probe_bw_down": "#d6e9f8", "probe_bw_cruise": "#ffffff",
     "probe_bw_refill": "#e3f4d7", "probe_bw_up": "#c8ebb0", "probe_rtt": "#e6dcf5",
@@ -132,10 +133,13 @@ def main():
         rates = [("link delivered (100 ms)", delivered, "#999999"),
                  ("max_bw", series.get("bbr_max_bw_bps", []), "#d62728"),
                  ("bw", series.get("bbr_bw_bps", []), "#ff7f0e"),
+                 ("bw_shortterm", series.get("bbr_bw_shortterm_bps", []), "#e377c2"),
                  ("pacing rate", [(t, v * 8) for t, v in series.get("pacing_rate", [])], "#1f77b4")]
         windows = [("cwnd", kb(series.get("congestion_window", [])), "#2ca02c"),
                    ("in flight", kb(series.get("bytes_in_flight", [])), "#9467bd"),
-                   ("inflight_longterm", kb(series.get("bbr_inflight_longterm", [])), "#8c564b")]
+                   ("inflight_longterm", kb(series.get("bbr_inflight_longterm", [])), "#8c564b"),
+                   ("inflight_shortterm", kb(series.get("bbr_inflight_shortterm", [])), "#e377c2"),
+                   ("extra_acked", kb(series.get("bbr_extra_acked", [])), "#bcbd22")]
         rtts = [("latest RTT", series.get("latest_rtt", []), "#17becf"),
                 ("min_rtt", series.get("bbr_min_rtt_ms", []), "#333333")]
         svg(os.path.join(IMAGES, f"bbr-{case}.svg"), f"bbr3, {case} (scenarios/bbr/{case}.toml), sim, at {commit}",

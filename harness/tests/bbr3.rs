@@ -22,6 +22,8 @@ struct Trace {
     /// (ms, metric, value), in order.
     metrics: Vec<(f64, String, f64)>,
     summary: Value,
+    /// The downlink's samples (`bottleneck-samples.jsonl`).
+    down: Vec<Value>,
 }
 
 impl Trace {
@@ -60,6 +62,22 @@ impl Trace {
     fn bottleneck(&self, key: &str) -> f64 {
         self.summary["bottleneck"][key].as_f64().unwrap()
     }
+
+    /// The downlink between `from` and `to` s: bit/s sent, and drops over
+    /// the packets that reached it.
+    fn link_between(&self, from: f64, to: f64) -> (f64, f64) {
+        let (mut bytes, mut sent, mut drops, mut span) = (0.0, 0.0, 0.0, 0.0);
+        for r in &self.down {
+            let t = r["t_s"].as_f64().unwrap();
+            if t > from + 1e-9 && t <= to + 1e-9 {
+                bytes += r["sent_bytes"].as_f64().unwrap();
+                sent += r["sent_packets"].as_f64().unwrap();
+                drops += r["drops"].as_f64().unwrap();
+                span += r["interval_s"].as_f64().unwrap();
+            }
+        }
+        (bytes * 8.0 / span, drops / (sent + drops).max(1.0))
+    }
 }
 
 fn run(toml: &str) -> Trace {
@@ -74,10 +92,18 @@ fn run(toml: &str) -> Trace {
         .as_str()
         .unwrap()
         .to_string();
+    let samples =
+        std::fs::read_to_string(dir.path().join("rep-1/bottleneck-samples.jsonl")).unwrap();
+    let down = samples
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["dir"] == "down")
+        .collect();
     let mut trace = Trace {
         states: Vec::new(),
         metrics: Vec::new(),
         summary,
+        down,
     };
     let input = qlog_analysis::input::open(&dir.path().join(sender)).unwrap();
     for line in input.lines() {
@@ -370,4 +396,117 @@ fn a18_spurious_losses_are_undone() {
     assert_eq!(t.bottleneck("drops"), 0.0);
     assert!(undos >= 100.0, "{undos} undos");
     assert!(util >= 0.8, "utilization {util}");
+}
+
+/// The state in force at `t` ms.
+fn state_at(t: &Trace, ms: f64) -> &str {
+    t.states
+        .iter()
+        .take_while(|s| s.0 <= ms)
+        .last()
+        .map(|s| s.1.as_str())
+        .unwrap_or("")
+}
+
+/// A.12: STARTUP with ACKs handed over once every 10 ms. extra_acked
+/// measures the aggregation (what the link delivers in 10 ms: 25 kB at
+/// 20 Mbit/s; one packet without aggregation), the window grows past twice
+/// the BDP by it, and the delivery-rate sampler is not fooled by the ACK
+/// bursts: max_bw at STARTUP's exit is the link's within 2%.
+#[test]
+fn a12_startup_with_ack_aggregation() {
+    let t = run(&scenario("a12-aggregation-startup"));
+    let exit = t
+        .states
+        .iter()
+        .find(|s| s.1 != "startup")
+        .expect("STARTUP never ended")
+        .0;
+    let burst = 20e6 / 8.0 * 0.010;
+    let extra = t.at("bbr_extra_acked", exit).unwrap();
+    let bdp = 20e6 / 8.0 * 0.040;
+    let cwnd = t
+        .series("congestion_window")
+        .into_iter()
+        .filter(|c| c.0 <= exit)
+        .map(|c| c.1)
+        .fold(0.0, f64::max);
+    let max_bw = t.at("bbr_max_bw_bps", exit).unwrap();
+    eprintln!(
+        "A.12: exit at {exit} ms, extra_acked {extra} (10 ms of the link: {burst}), largest window {cwnd} (2 BDP: {}), max_bw {max_bw}",
+        2.0 * bdp
+    );
+    assert!(
+        (0.8 * burst..=1.3 * burst).contains(&extra),
+        "extra_acked {extra}"
+    );
+    assert!(cwnd > 2.0 * bdp, "window {cwnd}");
+    assert!((max_bw - 20e6).abs() <= 0.02 * 20e6, "max_bw {max_bw}");
+    assert!(exit <= 1500.0, "STARTUP ended at {exit} ms");
+}
+
+/// A.13: aggregation that begins while the flow cruises (ACKs every
+/// 10 ms from 5 s on): extra_acked goes from about a packet to the
+/// aggregation's 25 kB within a second, the window grows by it, and the
+/// link stays busy (at least 95% from 6 s to the end, PROBE_RTT included).
+#[test]
+fn a13_cruise_with_ack_aggregation() {
+    let t = run(&scenario("a13-aggregation-cruise"));
+    assert!(
+        state_at(&t, 4990.0).starts_with("probe_bw"),
+        "{:?}",
+        state_at(&t, 4990.0)
+    );
+    let burst = 20e6 / 8.0 * 0.010;
+    let before = t.at("bbr_extra_acked", 4990.0).unwrap();
+    let after = t.at("bbr_extra_acked", 6000.0).unwrap();
+    let cwnd_before = t.at("congestion_window", 4990.0).unwrap();
+    let cwnd_after = t
+        .series("congestion_window")
+        .into_iter()
+        .filter(|c| (5500.0..7000.0).contains(&c.0) && state_at(&t, c.0) == "probe_bw_cruise")
+        .map(|c| c.1)
+        .fold(0.0, f64::max);
+    let (rate, _) = t.link_between(6.0, 20.0);
+    eprintln!(
+        "A.13: extra_acked {before} before, {after} after; cruise window {cwnd_before} before, {cwnd_after} after; delivered {rate} bit/s"
+    );
+    assert!(before <= 3.0 * 1350.0, "extra_acked before {before}");
+    assert!(
+        (0.8 * burst..=1.3 * burst).contains(&after),
+        "extra_acked {after}"
+    );
+    assert!(
+        cwnd_after >= cwnd_before + 0.8 * burst,
+        "window {cwnd_after}"
+    );
+    assert!(rate >= 0.95 * 20e6, "delivered {rate}");
+}
+
+/// A.17: a policer at half the link (10 Mbit/s, a 50 kB bucket, nothing
+/// queued beyond it). Its drops set bw_shortterm to the token rate (within
+/// 5%) and inflight_shortterm near the policed BDP (50 kB), and the flow
+/// settles at the token rate (at least 90% of it from 5 s on) with a loss
+/// rate near the draft's 2% threshold (at most 3%), not the loss of an
+/// unbounded probe.
+#[test]
+fn a17_a_token_bucket_policer() {
+    let t = run(&scenario("a17-policer"));
+    let bw_st = t.at("bbr_bw_shortterm_bps", 30_000.0).unwrap();
+    let inflight_st = t.at("bbr_inflight_shortterm", 30_000.0).unwrap();
+    let (rate, loss) = t.link_between(5.0, 30.0);
+    eprintln!(
+        "A.17: bw_shortterm {bw_st}, inflight_shortterm {inflight_st}, from 5 s {rate} bit/s with loss {loss:.4}"
+    );
+    let policed = t.summary["bottleneck"]["drops_by_reason"]["policer"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(policed, t.bottleneck("drops"));
+    assert!((bw_st - 10e6).abs() <= 0.05 * 10e6, "bw_shortterm {bw_st}");
+    assert!(
+        (40e3..=75e3).contains(&inflight_st),
+        "inflight_shortterm {inflight_st}"
+    );
+    assert!((0.9 * 10e6..=10.3e6).contains(&rate), "rate {rate}");
+    assert!(loss <= 0.03, "loss {loss}");
 }

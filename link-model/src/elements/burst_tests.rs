@@ -88,3 +88,26 @@ fn aggregation_delivers_at_releases_and_a_burst_caps_each() {
     let (_, out) = offer(&mut d, MS, 10);
     assert_eq!(out[0].0, 21 * MS);
 }
+
+#[test]
+fn a_change_turns_aggregation_on_and_off() {
+    let l = link(
+        "[[changes]]\nat = \"100ms\"\naggregate = \"period=5ms\"\n[[changes]]\nat = \"200ms\"\naggregate = \"none\"\n",
+    );
+    assert!(l.describe().contains("2 scheduled changes"));
+    let back = LinkSpec::from_toml(&l.to_toml(), std::path::Path::new("."), "link").unwrap();
+    assert_eq!(back, l);
+    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let (_, out) = offer(&mut d, MS, 300);
+    // Packets that left the link before 100 ms arrive one per ms; from
+    // then until 200 ms only at multiples of 5 ms; then one per ms again.
+    let left = |p: &Packet| p.arrival_ns + MS;
+    for (t, p) in &out {
+        let plain = left(p) + 20 * MS;
+        if left(p) < 100 * MS || left(p) >= 200 * MS {
+            assert_eq!(*t, plain);
+        } else {
+            assert!(t % (5 * MS) == 0 && *t >= plain && *t < plain + 5 * MS);
+        }
+    }
+}

@@ -247,6 +247,9 @@ impl Direction {
                 let (bytes, packets) = (self.limits)(q);
                 self.queue.set_limits(bytes, packets);
             }
+            if let Some(a) = &c.aggregate {
+                self.aggregate = a.as_ref().map(Releases::new);
+            }
             if let Some(o) = c.outage_ns {
                 self.outage_until = self.outage_until.max(at.saturating_add(o));
             }

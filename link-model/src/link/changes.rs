@@ -33,13 +33,16 @@
 //! - `outage`: arrivals are lost (counted as `loss`) for its length.
 //! - `pause`: the link starts no packet for its length; arrivals queue
 //!   (and meet the queue limit) and leave when it ends.
+//! - `aggregate`: packets that leave the link from then on are delivered
+//!   in bursts (`period=10ms[,burst=...]`, as the direction's own
+//!   `aggregate`), or one by one again with `none`.
 //!
 //! A change with `every` repeats at that period for as long as the run
 //! lasts. Changes are applied in time order; two at the same time in the
 //! order written.
 
 use super::units::{format_duration_ns, format_rate, parse_duration_ns, parse_queue, parse_rate};
-use super::{err, LinkError, LossModel, QueueLimit};
+use super::{err, Aggregation, LinkError, LossModel, QueueLimit};
 
 /// One scheduled change of a direction.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,10 +63,20 @@ pub struct Change {
     pub outage_ns: Option<u64>,
     /// The link starts no packet for this long, ns.
     pub pause_ns: Option<u64>,
+    /// New aggregation (`Some(None)`: none from then on).
+    pub aggregate: Option<Option<Aggregation>>,
 }
 
 const KEYS: &[&str] = &[
-    "at", "every", "rate", "delay", "loss", "queue", "outage", "pause",
+    "at",
+    "every",
+    "rate",
+    "delay",
+    "loss",
+    "queue",
+    "outage",
+    "pause",
+    "aggregate",
 ];
 
 /// The shortest `every`: changes more often than this are a trace's job.
@@ -152,6 +165,10 @@ impl Change {
                 err(&f, format!("`{s}` is not a queue limit: packets (100pkt), bytes (64kb) or BDP multiples (1bdp)"))
             })?),
         };
+        let aggregate = match text("aggregate")? {
+            None => None,
+            Some((s, f)) => Some(Aggregation::parse(&f, &s)?),
+        };
         let outage_ns = time("outage", "a length such as 1s or 200ms")?;
         let pause_ns = time("pause", "a length such as 1s or 200ms")?;
         for (k, v) in [("outage", outage_ns), ("pause", pause_ns)] {
@@ -180,11 +197,12 @@ impl Change {
             queue,
             outage_ns,
             pause_ns,
+            aggregate,
         };
         if c.is_empty() {
             return Err(err(
                 field,
-                "changes nothing: give at least one of rate, delay, loss, queue, outage, pause",
+                "changes nothing: give at least one of rate, delay, loss, queue, outage, pause, aggregate",
             ));
         }
         Ok(c)
@@ -197,6 +215,7 @@ impl Change {
             && self.queue.is_none()
             && self.outage_ns.is_none()
             && self.pause_ns.is_none()
+            && self.aggregate.is_none()
     }
 
     /// The table [`Change::from_toml`] reads back to the same change.
@@ -223,6 +242,10 @@ impl Change {
         }
         if let Some(p) = self.pause_ns {
             t.insert("pause".into(), format_duration_ns(p).into());
+        }
+        if let Some(a) = self.aggregate {
+            let spec = a.map_or_else(|| "none".to_string(), |a| a.to_spec());
+            t.insert("aggregate".into(), spec.into());
         }
         t
     }
