@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare slow-start compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
 
 all: build
 
@@ -161,6 +161,23 @@ bbr-compare: bootstrap
 slow-start: bootstrap
 	$(CARGO) build --release -q -p harness --bin cclab
 	./scripts/slow-start.py
+
+# docs/links.md: the policer and aggregation elements, NewReno, CUBIC,
+# Vegas, BBR2 and bbr3 on the plain link and on scenarios/changes/
+# aggregation.toml and policer.toml (sim; about a minute).
+link-elements: bootstrap
+	$(CARGO) build --release -q -p harness --bin cclab
+	./scripts/link-elements.py
+
+# docs/metrics.md: harm (Ware et al., HotNets 2019) of CUBIC to NewReno and
+# of BBR2 to CUBIC on sim, 20 Mbit/s, 40 ms, 1 and 4 BDP, 5 runs of 30 s
+# each (about 2 minutes); HARM_OUT keeps the runs.
+HARM_OUT ?= $(shell mktemp -d -u /tmp/cclab-harm-XXXXXX)
+harm: bootstrap
+	$(CARGO) build --release -q -p harness --bin cclab
+	target/release/cclab harm --quiet --reference newreno --candidate cubic --queue 1bdp,4bdp --repetitions 5 --out $(HARM_OUT)/cubic-to-newreno
+	target/release/cclab harm --quiet --reference cubic --candidate bbr2 --queue 1bdp,4bdp --repetitions 5 --out $(HARM_OUT)/bbr2-to-cubic
+	@echo "(make harm at $$(git rev-parse --short HEAD))"
 
 # The shipped single-link scenarios at REV and here, every result file
 # compared byte for byte (REV is built once under target/rev/).

@@ -13,6 +13,7 @@ pub mod emu;
 mod files;
 pub mod guest_exec;
 pub mod guest_router;
+pub mod harm;
 pub mod netem;
 pub mod netem_paths;
 pub mod netns;

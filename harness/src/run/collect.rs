@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::results::{BottleneckResult, FlowResult, LinkResult, RepResult, RttMs};
+use super::results::{BottleneckResult, FlowResult, LinkResult, Recovery, RepResult, RttMs};
 use crate::bottleneck;
 use crate::emu::Counters;
 use crate::link::Dir;
@@ -93,7 +93,7 @@ pub fn collect_rep(
     results.sort_by_key(|r| r.index);
     let samples = dir.join("bottleneck-samples.jsonl");
     let rate = sc.link.down.rate_bps;
-    let b = bottleneck_result(&flows, &samples, counters, active_s, rate);
+    let b = bottleneck_result(&flows, &samples, counters, active_s, &sc.link, rate);
     let g: Vec<f64> = results.iter().map(|r| r.goodput_bps).collect();
     let jain = qlog_analysis::summary::jain(&g);
     RepResult {
@@ -131,7 +131,7 @@ fn add_paths(
         let counters = links.get(i).map(|(_, c)| c);
         let samples = bottleneck::link_dir(dir, &topo, i).join("bottleneck-samples.jsonl");
         let rate = link.spec.down.rate_bps;
-        let b = bottleneck_result(&flows, &samples, counters, active_s, rate);
+        let b = bottleneck_result(&flows, &samples, counters, active_s, &link.spec, rate);
         let crossing: Vec<usize> = (0..flows.len())
             .filter(|&k| routes[k].links.contains(&i))
             .collect();
@@ -373,6 +373,9 @@ fn add_qlog_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, r
             p95: x.p95,
         });
         r.lost_packets = Some(s.loss.packets);
+        // The rate needs the packets sent, which only a qlog with
+        // per-packet events counts.
+        r.loss_rate = (s.packets.data_packets > 0).then_some(s.loss.rate);
         r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
         r.cwnd_cv = s.cwnd.as_ref().map(|c| c.cv);
         r.slow_start = s.slow_start.clone();
@@ -412,6 +415,7 @@ fn bottleneck_result(
     samples_file: &Path,
     counters: Option<&[Counters; 2]>,
     active_s: f64,
+    link: &crate::link::LinkSpec,
     rate_bps: f64,
 ) -> BottleneckResult {
     let d = data_direction(flows);
@@ -433,8 +437,80 @@ fn bottleneck_result(
         if counters.is_none() {
             from_samples(&mut b, &samples, d, rate_bps);
         }
+        b.recoveries = recoveries(&samples, d, &link.dir(d).changes, active_s);
     }
     b
+}
+
+/// A change counts as recovered from once the link has carried at least
+/// this share of the capacity in force ...
+pub const RECOVERED_UTILIZATION: f64 = 0.9;
+/// ... in every sample of this long a stretch, s.
+pub const RECOVERED_FOR_S: f64 = 0.5;
+
+/// Each scheduled change of direction `d` (every repetition of one with
+/// `every`) up to `active_s`, and how long after it the link was back to
+/// carrying at least 90% of the capacity then in force, for at least
+/// 0.5 s: the start of the first sample of that stretch, less the
+/// change's time (to the samples' interval, 100 ms by default). None when
+/// that never happened before the next change or the run's end.
+fn recoveries(
+    samples: &[bottleneck::Sample],
+    d: Dir,
+    changes: &[crate::link::changes::Change],
+    active_s: f64,
+) -> Vec<Recovery> {
+    let mine: Vec<&bottleneck::Sample> = samples.iter().filter(|s| s.dir == d.as_str()).collect();
+    let end_ns = (active_s * 1e9) as u64;
+    let mut times: Vec<(u64, String)> = changes
+        .iter()
+        .flat_map(|c| {
+            let what = describe_change(c);
+            c.times_until(end_ns).map(move |t| (t, what.clone()))
+        })
+        .collect();
+    times.sort_by_key(|t| t.0);
+    let mut out = Vec::new();
+    for (k, (t_ns, what)) in times.iter().enumerate() {
+        let at = *t_ns as f64 / 1e9;
+        let until = times.get(k + 1).map_or(active_s, |n| n.0 as f64 / 1e9);
+        let window: Vec<&&bottleneck::Sample> = mine
+            .iter()
+            .filter(|s| s.t_s - s.interval_s >= at - 1e-6 && s.t_s <= until + 1e-6)
+            .collect();
+        let mut recovery_s = None;
+        for (i, s) in window.iter().enumerate() {
+            let start = s.t_s - s.interval_s;
+            let mut held = 0.0;
+            for x in &window[i..] {
+                if x.utilization < RECOVERED_UTILIZATION {
+                    break;
+                }
+                held += x.interval_s;
+            }
+            if held >= RECOVERED_FOR_S - 1e-6 {
+                // To the microsecond: the samples' times are sums of floats.
+                recovery_s = Some(((start - at).max(0.0) * 1e6).round() / 1e6);
+                break;
+            }
+        }
+        out.push(Recovery {
+            at_s: at,
+            change: what.clone(),
+            recovery_s,
+        });
+    }
+    out
+}
+
+/// A change in a few words: `rate 5mbit`, `outage 1s`, ...
+fn describe_change(c: &crate::link::changes::Change) -> String {
+    let t = c.to_toml();
+    t.iter()
+        .filter(|(k, _)| *k != "at" && *k != "every")
+        .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The bottleneck's figures from the link's own counters (emu and sim).
@@ -506,5 +582,64 @@ fn from_samples(b: &mut BottleneckResult, samples: &[bottleneck::Sample], d: Dir
             .map(|s| s.queue_bytes as f64 * 8.0 / rate_bps * s.sent_packets as f64)
             .sum();
         b.queue_delay_ms_mean = weighted / packets as f64 * 1e3;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples of 100 ms in the down direction with these utilizations.
+    fn samples(u: &[f64]) -> Vec<bottleneck::Sample> {
+        u.iter()
+            .enumerate()
+            .map(|(i, &u)| bottleneck::Sample {
+                t_s: (i + 1) as f64 * 0.1,
+                dir: "down".into(),
+                interval_s: 0.1,
+                utilization: u,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    fn change(toml_text: &str) -> Vec<crate::link::changes::Change> {
+        let t: toml::Table = toml_text.parse().unwrap();
+        crate::link::LinkSpec::from_toml(&t, Path::new("."), "link")
+            .unwrap()
+            .down
+            .changes
+    }
+
+    #[test]
+    fn recovery_is_the_start_of_the_first_half_second_at_ninety_percent() {
+        // A change at 0.3 s; the link carries 95% up to it, then little,
+        // a single good sample at 0.6-0.7 s (too short), and from 0.9 s
+        // on 90% or more: recovered 0.6 s after the change.
+        let u = [
+            0.95, 0.95, 0.95, 0.1, 0.2, 0.5, 0.95, 0.3, 0.6, 0.9, 0.92, 0.99, 0.95, 0.91, 0.97,
+        ];
+        let c = change("[[changes]]\nat = \"300ms\"\nrate = \"5mbit\"\n");
+        let r = recoveries(&samples(&u), Dir::Down, &c, 1.5);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].change, "rate 5mbit");
+        assert_eq!(r[0].recovery_s, Some(0.6));
+        // The same link that never holds 90% for 0.5 s: no recovery.
+        let u = [0.95, 0.95, 0.95, 0.1, 0.95, 0.95, 0.95, 0.95, 0.5, 0.95];
+        let r = recoveries(&samples(&u), Dir::Down, &c, 1.0);
+        assert_eq!(r[0].recovery_s, None);
+        // A repeating outage: each occurrence is judged until the next.
+        let c = change("[[changes]]\nat = \"200ms\"\nevery = \"1s\"\noutage = \"100ms\"\n");
+        let mut u = vec![1.0; 20];
+        u[2] = 0.0;
+        u[12] = 0.0;
+        u[13] = 0.5;
+        let r = recoveries(&samples(&u), Dir::Down, &c, 2.0);
+        let got: Vec<(f64, Option<f64>)> = r.iter().map(|x| (x.at_s, x.recovery_s)).collect();
+        assert_eq!(got, vec![(0.2, Some(0.1)), (1.2, Some(0.2))]);
+        // The other direction's changes are not this one's.
+        assert!(recoveries(&samples(&u), Dir::Up, &c, 2.0)
+            .iter()
+            .all(|x| x.recovery_s.is_none()));
     }
 }

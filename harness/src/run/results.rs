@@ -50,6 +50,10 @@ pub struct FlowResult {
     /// whose kernel does not count the segments it deemed lost: see
     /// `retransmitted_packets`.
     pub lost_packets: Option<u64>,
+    /// `lost_packets` over the packets the sender sent, from its qlog
+    /// (absent unless the qlog logs packets: `--qlog-level packets` or more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_rate: Option<f64>,
     /// A Linux TCP flow's counterpart of `lost_packets`: the segments its
     /// sender retransmitted (`tcpi_total_retrans`, fast retransmits,
     /// timeouts and spurious retransmissions alike); absent for QUIC
@@ -98,6 +102,20 @@ pub struct FlowResult {
     pub tcp_records: BTreeMap<String, String>,
 }
 
+/// One scheduled change and the link's recovery from it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Recovery {
+    /// When it happened, s from the run's start.
+    pub at_s: f64,
+    /// What changed (`rate 5mbit`, `outage 1s`).
+    pub change: String,
+    /// How long until the link carried at least 90% of the capacity in
+    /// force, for at least 0.5 s (docs/metrics.md); null when it did not
+    /// before the next change or the run's end. In a summary: the mean
+    /// over the repetitions that recovered.
+    pub recovery_s: Option<f64>,
+}
+
 /// The bottleneck during one repetition, in the direction carrying data.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct BottleneckResult {
@@ -122,6 +140,10 @@ pub struct BottleneckResult {
     /// links that mark nothing are what they were before ECN.
     #[serde(skip_serializing_if = "is_zero")]
     pub marks: u64,
+    /// Each scheduled change of this direction and the time the link took
+    /// to carry 90% of the capacity again (absent without changes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recoveries: Vec<Recovery>,
     /// CE marks by reason (`red`, `codel`, `pie`, `step`, `dualpi2_l`,
     /// `dualpi2_c`; emu and sim), only the reasons that marked.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -200,6 +222,9 @@ pub struct FlowSummary {
     pub rtt_ms: Option<RttMs>,
     /// Mean lost packets; null when a repetition did not measure them.
     pub lost_packets: Option<f64>,
+    /// Mean of the repetitions' `loss_rate` (absent when none measured it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_rate: Option<f64>,
     /// A flow of several requests: the mean of the repetitions'
     /// `completion_s`, when every repetition completed.
     #[serde(skip_serializing_if = "Option::is_none")]

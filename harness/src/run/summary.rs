@@ -165,6 +165,7 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         goodput_bps: goodput,
         rtt_ms: rtt,
         lost_packets: lost.map(|l| l.0),
+        loss_rate: mean_of(&|f| f.loss_rate),
         completion_s: completion.map(|c| c.0),
         retransmitted_packets: retx.map(|l| l.0),
         data_packet_bytes_mean: mean_of(&|f| f.data_packet_bytes_mean),
@@ -257,8 +258,32 @@ fn bottleneck_mean<'a>(
         marks: marks.round() as u64,
         marks_by_reason,
         loss_rate: (!ls.is_empty()).then(|| mean_ci(&ls).0),
+        recoveries: mean_recoveries(&bs),
     };
     (b, uci, qci)
+}
+
+/// Each change's recovery: the mean over the repetitions that recovered
+/// (null when none did). Every repetition has the same changes.
+fn mean_recoveries(bs: &[&BottleneckResult]) -> Vec<super::Recovery> {
+    let Some(first) = bs.first() else {
+        return Vec::new();
+    };
+    first
+        .recoveries
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let got: Vec<f64> = bs
+                .iter()
+                .filter_map(|b| b.recoveries.get(i)?.recovery_s)
+                .collect();
+            super::Recovery {
+                recovery_s: (!got.is_empty()).then(|| mean_ci(&got).0),
+                ..r.clone()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

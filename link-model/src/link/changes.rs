@@ -219,7 +219,7 @@ impl Change {
     }
 
     /// The table [`Change::from_toml`] reads back to the same change.
-    pub(super) fn to_toml(&self) -> toml::Table {
+    pub fn to_toml(&self) -> toml::Table {
         let mut t = toml::Table::new();
         t.insert("at".into(), format_duration_ns(self.at_ns).into());
         if let Some(e) = self.every_ns {

@@ -13,6 +13,7 @@ mod cleanup;
 mod common;
 mod demo;
 mod emu;
+mod harm;
 mod link;
 mod list;
 mod merge;
@@ -52,6 +53,10 @@ enum Cmd {
     /// Re-run a seed paper's evaluation and check its claims: PASS, FAIL
     /// (with the measured figures and the likely reason) or N/A.
     Reproduce(reproduce::ReproduceArgs),
+    /// Harm (Ware et al., HotNets 2019): a reference algorithm against its
+    /// own kind and against a candidate, per queue limit: how much of its
+    /// throughput, delay and loss the candidate costs it.
+    Harm(harm::HarmArgs),
     /// Join sweep or shard directories into one.
     Merge(merge::MergeArgs),
     /// One self-contained HTML report (or Markdown, for .md) from result directories.
@@ -111,6 +116,7 @@ fn main() {
         Cmd::Sweep(a) => sweep::sweep(&a),
         Cmd::Tune(a) => tune::tune(*a),
         Cmd::Reproduce(a) => reproduce::reproduce(&a),
+        Cmd::Harm(a) => harm::harm(&a),
         Cmd::Merge(a) => merge::merge(&a),
         Cmd::Report(a) => report::report(&a),
         Cmd::List(a) => list::list(&a),
