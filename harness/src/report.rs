@@ -73,13 +73,14 @@ fn markdown_doc(
     page_dir: &Path,
 ) -> String {
     let mut doc = format!(
-        "# cclab report\n\n{} run(s).{}\n\n{}\n{}\n",
+        "# cclab report\n\n{} run(s).{}\n\n{}\n{}\n{}",
         runs.len(),
         html::sim_note(runs)
             .replace("<code>", "`")
             .replace("</code>", "`"),
         html::table_markdown(groups),
-        html::TABLE_NOTE
+        html::TABLE_NOTE,
+        html::recovery_markdown(runs)
     );
     for f in figures {
         if let Some(svg) = f

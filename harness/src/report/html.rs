@@ -195,6 +195,80 @@ fn run_list(runs: &[Run]) -> String {
         .collect()
 }
 
+/// Each run's scheduled changes and the link's recovery from each
+/// (`bottleneck.recoveries`: the time until it carried 90% of the
+/// capacity in force for 0.5 s), as rows of (run, algorithms, time,
+/// change, recovery); none when no run had changes.
+pub fn recovery_rows(runs: &[Run]) -> Vec<[String; 5]> {
+    let mut rows = Vec::new();
+    for r in runs {
+        let mut ccs: Vec<&str> = r.summary["flows"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["cc"].as_str())
+            .collect();
+        ccs.dedup();
+        for c in r.summary["bottleneck"]["recoveries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            rows.push([
+                r.label.clone(),
+                ccs.join(", "),
+                format!("{:.3} s", c["at_s"].as_f64().unwrap_or(0.0)),
+                c["change"].as_str().unwrap_or("").to_string(),
+                c["recovery_s"]
+                    .as_f64()
+                    .map_or("not within the run".into(), |x| format!("{x:.1} s")),
+            ]);
+        }
+    }
+    rows
+}
+
+const RECOVERY_HEAD: [&str; 5] = ["run", "algorithm", "at", "change", "recovery"];
+
+/// Markdown section: [`recovery_rows`] as a table (empty without changes).
+pub fn recovery_markdown(runs: &[Run]) -> String {
+    let rows = recovery_rows(runs);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n## Recovery after scheduled changes\n\n| {} |\n|---|---|---|---|---|\n",
+        RECOVERY_HEAD.join(" | ")
+    );
+    for r in rows {
+        s += &format!("| {} |\n", r.join(" | "));
+    }
+    s + &format!("\n{RECOVERY_NOTE}\n")
+}
+
+const RECOVERY_NOTE: &str = "Recovery: from the change until the link carried at least 90% of the capacity then in force for at least 0.5 s (to the samples' 100 ms), the mean over the repetitions that recovered (docs/metrics.md).";
+
+fn recovery_html(runs: &[Run]) -> String {
+    let rows = recovery_rows(runs);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let head: String = RECOVERY_HEAD
+        .iter()
+        .map(|h| format!("<th>{h}</th>"))
+        .collect();
+    let body: String = rows
+        .iter()
+        .map(|r| {
+            let cells: String = r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
+            format!("<tr>{cells}</tr>\n")
+        })
+        .collect();
+    format!(
+        "<h2>Recovery after scheduled changes</h2>\n<div class=\"tw\"><table class=\"sortable\"><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table></div><p class=\"note\">{RECOVERY_NOTE}</p>\n"
+    )
+}
+
 /// A note on results from the virtual-time link, when there are any.
 pub fn sim_note(runs: &[Run]) -> &'static str {
     if runs.iter().any(|r| r.summary["link"]["backend"] == "sim") {
@@ -213,11 +287,12 @@ pub fn page(
 ) -> String {
     let figs: String = figures.iter().map(|f| figure_html(f, page_dir)).collect();
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>cclab report</title>\n<style>{STYLE}</style></head><body>\n<h1>cclab report</h1>\n<p>Generated {} from {} run(s).{}</p>\n<h2>Per algorithm</h2>\n{}<p class=\"note\">{TABLE_NOTE} Click a column to sort.</p>\n{figs}<h2>Runs</h2><ul>{}</ul>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>cclab report</title>\n<style>{STYLE}</style></head><body>\n<h1>cclab report</h1>\n<p>Generated {} from {} run(s).{}</p>\n<h2>Per algorithm</h2>\n{}<p class=\"note\">{TABLE_NOTE} Click a column to sort.</p>\n{}{figs}<h2>Runs</h2><ul>{}</ul>\n<script>{SCRIPT}</script>\n</body></html>\n",
         crate::run::now_rfc3339(),
         runs.len(),
         sim_note(runs),
         table_html(groups),
+        recovery_html(runs),
         run_list(runs),
     )
 }
