@@ -929,7 +929,8 @@ impl Bbr3 {
         }
         self.adapt_lower_bounds_from_congestion();
         self.loss_in_round = false;
-        self.lost_ranges_in_round = 0;
+        // The lost ranges of the round that just ended are STARTUP's to
+        // judge (check_startup_high_loss); they are cleared after it.
     }
 
     fn adapt_lower_bounds_from_congestion(&mut self) {
@@ -1394,6 +1395,9 @@ impl CongestionController for Bbr3 {
         self.update_ack_aggregation(now);
         self.check_full_bw_reached();
         self.check_startup_done();
+        if self.loss_round_start {
+            self.lost_ranges_in_round = 0;
+        }
         self.check_drain_done(now);
         self.update_probe_bw_cycle_phase(now);
         self.update_min_rtt(now);
