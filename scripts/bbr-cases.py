@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CCLAB = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/cclab")
 OUT = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="bbr-cases-")
 IMAGES = os.path.join(ROOT, "docs/images")
-CASES = ["alone", "a9-rate-cut", "a18-reordering", "a14-sub-packet-bdp", "a15-rate-up", "a16-rate-down", "a21-shallow-buffer",
+CASES = ["alone", "a1-plateau", "a2-a6-a7-app-limited", "a9-rate-cut", "a18-reordering", "a14-sub-packet-bdp", "a15-rate-up", "a16-rate-down", "a21-shallow-buffer",
          "a12-aggregation-startup", "a13-aggregation-cruise", "a17-policer", "two-flows"]
 STATE_COLOURS = {
     "startup": "#fde0c5", "drain": "#f9c6d0", "probe_bw_down": "#d6e9f8", "probe_bw_cruise": "#ffffff",
