@@ -137,7 +137,7 @@ pub fn draw_multiples<DB: DrawingBackend>(
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     title(
         &root,
-        &format!("{} ({}) over time (s)", m.title, m.y_unit),
+        &format!("{} ({}) {}", m.title, m.y_unit, m.x_desc),
         s,
     )?;
     legend_strip(&root, &m.legend, TITLE_H - 4.0, s)?;

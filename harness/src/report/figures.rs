@@ -18,13 +18,88 @@ pub fn all(
 ) -> Result<Vec<Rendered>, String> {
     let first = throughput_and_delay(groups, dir)?;
     let series = Series::load(runs);
-    Ok(vec![
+    let mut out = vec![
         first,
         cwnd(&series, dir)?,
         rtt(&series, dir)?,
         goodput(&series, dir)?,
         queue(&series, dir)?,
-    ])
+    ];
+    if let Some(f) = completion_times(runs, dir)? {
+        out.push(f);
+    }
+    Ok(out)
+}
+
+/// The completion times of sized flows (`fct` in summary.json), as a CDF
+/// per run and size class; none when no run has sized flows.
+fn completion_times(runs: &[Run], dir: &Path) -> Result<Option<Rendered>, String> {
+    let mut panels = Vec::new();
+    for r in runs {
+        let colour = super::palette::colour(r.summary["flows"][0]["cc"].as_str().unwrap_or(""));
+        for c in r.summary["fct"].as_array().into_iter().flatten() {
+            let times: Vec<f64> = c["fct_s"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.as_f64())
+                .collect();
+            if times.is_empty() {
+                continue;
+            }
+            let n = times.len() as f64;
+            // A step CDF: at each time, the share of flows done by then.
+            let mut pts = vec![(0.0, 0.0)];
+            for (i, t) in times.iter().enumerate() {
+                pts.push((*t, i as f64 / n));
+                pts.push((*t, (i + 1) as f64 / n));
+            }
+            let kb = |b: f64| {
+                if b >= 1e18 {
+                    "more".to_string()
+                } else {
+                    format!("{:.0} kB", b / 1e3)
+                }
+            };
+            let above = c["above_bytes"].as_f64().unwrap_or(0.0);
+            let up_to = c["up_to_bytes"].as_f64().unwrap_or(0.0);
+            panels.push(super::series::Panel {
+                title: format!(
+                    "{}: {} to {} ({} of {} flows done)",
+                    r.label,
+                    kb(above),
+                    kb(up_to),
+                    c["completed"],
+                    c["flows"]
+                ),
+                colour,
+                traces: vec![super::series::Trace { colour, pts }],
+                marks: Vec::new(),
+            });
+        }
+    }
+    if panels.is_empty() {
+        return Ok(None);
+    }
+    panels.truncate(super::series::MAX_PANELS);
+    multiples(
+        Multiples {
+            name: "fct",
+            title: "Flows completed",
+            y_unit: "share",
+            x_desc: "by completion time (s)",
+            note: "The completion times of the flows of a given size (every [[arrivals]] flow, \
+                   and sized flows of one request): from the client's start, handshake \
+                   included, to the response's last byte, over every repetition; one panel per \
+                   run and size class (sizes above the first bound, up to the second), the \
+                   colour that of the run's first flow's algorithm."
+                .into(),
+            panels,
+            legend: Vec::new(),
+        },
+        dir,
+    )
+    .map(Some)
 }
 
 /// Goodput against 95th-percentile RTT, one labelled point per algorithm.
@@ -49,6 +124,7 @@ fn cwnd(s: &Series, dir: &Path) -> Result<Rendered, String> {
             name: "cwnd",
             title: "Congestion window",
             y_unit: "kB",
+            x_desc: "over time (s)",
             note: format!(
                 "The sender's cwnd from its qlog (Linux TCP flows: snd_cwnd × snd_mss from \
                  TCP_INFO every 10 ms). {}",
@@ -68,6 +144,7 @@ fn rtt(s: &Series, dir: &Path) -> Result<Rendered, String> {
             name: "rtt",
             title: "Round-trip time",
             y_unit: "ms",
+            x_desc: "over time (s)",
             note: format!(
                 "The sender's smoothed RTT from its qlog (Linux TCP flows: from TCP_INFO every \
                  10 ms). {}",
@@ -87,6 +164,7 @@ fn goodput(s: &Series, dir: &Path) -> Result<Rendered, String> {
             name: "goodput",
             title: "Goodput",
             y_unit: "Mbit/s",
+            x_desc: "over time (s)",
             note: format!(
                 "Application bytes delivered per 200 ms, from the receiver's qlog (Linux TCP \
                  flows: the bytes the receiver acknowledged, from the sender's TCP_INFO). {}",
@@ -106,6 +184,7 @@ fn queue(s: &Series, dir: &Path) -> Result<Rendered, String> {
             name: "queue",
             title: "Bottleneck queue",
             y_unit: "kB",
+            x_desc: "over time (s)",
             note: format!(
                 "Queue occupancy at the end of each 100 ms sample; ticks along the top mark \
                  samples with drops. One panel per {}, first repetition; all panels share both \

@@ -37,6 +37,8 @@ pub struct Multiples {
     pub name: &'static str,
     pub title: &'static str,
     pub y_unit: &'static str,
+    /// What the x axis shows, after the title (`over time (s)`).
+    pub x_desc: &'static str,
     pub note: String,
     pub panels: Vec<Panel>,
     /// Algorithm specs drawn, for the legend strip (empty: titles suffice).

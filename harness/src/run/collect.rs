@@ -170,6 +170,15 @@ fn flow_result(c: &EndedFlow, group: usize, f: &FlowSpec, dir: &Path) -> FlowRes
         error: client_error(&report, &c.dir),
         ..FlowResult::default()
     };
+    if r.complete && f.size.is_some() && f.requests == 1 && f.tcp_cc().is_none() {
+        r.fct_s = match (
+            report["handshake_ms"].as_f64(),
+            report["duration_s"].as_f64(),
+        ) {
+            (Some(h), Some(d)) => Some(h / 1e3 + d),
+            _ => None,
+        };
+    }
     r.completion_s = report["request_ends_s"]
         .as_array()
         .filter(|e| r.complete && e.len() as u32 == f.requests)

@@ -47,7 +47,8 @@ use crate::scenario::Scenario;
 pub use collect::{collect_rep, EndedFlow};
 pub use result_dir::{metadata, now_rfc3339, partial_dir};
 pub use results::{
-    BottleneckResult, FlowResult, FlowSummary, LinkSummary, Recovery, RepResult, RttMs, RunSummary,
+    BottleneckResult, FctClass, FlowResult, FlowSummary, LinkSummary, Recovery, RepResult, RttMs,
+    RunSummary,
 };
 pub use summary::{mean_ci, summarize};
 

@@ -54,6 +54,13 @@ pub struct FlowResult {
     /// (absent unless the qlog logs packets: `--qlog-level packets` or more).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss_rate: Option<f64>,
+    /// A flow of one request of a given size (`size`, and every
+    /// `[[arrivals]]` flow): its completion time, from the client's start
+    /// (the handshake included) to the last byte of the response, s;
+    /// absent for timed flows, several requests, Linux TCP flows, or a
+    /// flow that did not complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fct_s: Option<f64>,
     /// A Linux TCP flow's counterpart of `lost_packets`: the segments its
     /// sender retransmitted (`tcpi_total_retrans`, fast retransmits,
     /// timeouts and spurious retransmissions alike); absent for QUIC
@@ -225,6 +232,12 @@ pub struct FlowSummary {
     /// Mean of the repetitions' `loss_rate` (absent when none measured it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss_rate: Option<f64>,
+    /// Mean of the repetitions' `fct_s` (those that completed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fct_s: Option<f64>,
+    /// The flow's size, bytes, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
     /// A flow of several requests: the mean of the repetitions'
     /// `completion_s`, when every repetition completed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -288,10 +301,34 @@ pub struct RunSummary {
     /// Every link by name, averaged (scenarios with several links only).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub links: BTreeMap<String, LinkResult>,
+    /// Completion times of the sized flows by size class, over every
+    /// repetition (absent when no flow has a size).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fct: Vec<FctClass>,
     /// 95% half-widths of utilization, queue delay, fairness.
     pub ci95: BTreeMap<String, f64>,
     /// Repetitions.
     pub repetitions: Vec<RepResult>,
+}
+
+/// The completion times of the sized flows of one size class.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FctClass {
+    /// Sizes above this, bytes ...
+    pub above_bytes: u64,
+    /// ... and at most this.
+    pub up_to_bytes: u64,
+    /// Flows of the class, every repetition.
+    pub flows: usize,
+    /// Those that completed.
+    pub completed: usize,
+    /// Median, 95th and 99th percentile completion time of those, s
+    /// (nearest rank).
+    pub p50_s: Option<f64>,
+    pub p95_s: Option<f64>,
+    pub p99_s: Option<f64>,
+    /// Every completion time, ascending (the CDF), s.
+    pub fct_s: Vec<f64>,
 }
 
 /// The link in a summary.

@@ -50,7 +50,11 @@ pub fn summarize(
     reps: Vec<RepResult>,
 ) -> RunSummary {
     let nflows = reps.first().map_or(0, |r| r.flows.len());
-    let flows = (0..nflows).map(|i| flow_summary(&reps, i)).collect();
+    let mut flows: Vec<FlowSummary> = (0..nflows).map(|i| flow_summary(&reps, i)).collect();
+    let specs = sc.expanded_flows();
+    for f in &mut flows {
+        f.size_bytes = specs.get(f.index).and_then(|(_, s)| s.size);
+    }
     let (bottleneck, uci, qci) = bottleneck_mean(&reps, |r| Some(&r.bottleneck));
     let links = link_means(&reps);
     let steady: Option<Vec<f64>> = reps
@@ -73,6 +77,7 @@ pub fn summarize(
         bottleneck,
         jain_fairness: (!js.is_empty()).then_some(jain),
         links,
+        fct: fct_classes(sc, &reps),
         ci95: ci95([
             ("utilization", uci),
             ("queue_delay_ms_mean", qci),
@@ -166,6 +171,8 @@ fn flow_summary(reps: &[RepResult], i: usize) -> FlowSummary {
         rtt_ms: rtt,
         lost_packets: lost.map(|l| l.0),
         loss_rate: mean_of(&|f| f.loss_rate),
+        fct_s: mean_of(&|f| f.fct_s),
+        size_bytes: None,
         completion_s: completion.map(|c| c.0),
         retransmitted_packets: retx.map(|l| l.0),
         data_packet_bytes_mean: mean_of(&|f| f.data_packet_bytes_mean),
@@ -261,6 +268,56 @@ fn bottleneck_mean<'a>(
         recoveries: mean_recoveries(&bs),
     };
     (b, uci, qci)
+}
+
+/// The size classes of [`super::FctClass`]: by powers of ten from 10 kB.
+pub const FCT_CLASSES: [u64; 4] = [10_000, 100_000, 1_000_000, u64::MAX];
+
+/// Completion times of the sized flows, by size class, over every
+/// repetition.
+fn fct_classes(sc: &Scenario, reps: &[RepResult]) -> Vec<super::FctClass> {
+    let flows = sc.expanded_flows();
+    if flows.iter().all(|(_, f)| f.size.is_none()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut above = 0;
+    for up_to in FCT_CLASSES {
+        let mut c = super::FctClass {
+            above_bytes: above,
+            up_to_bytes: up_to,
+            ..Default::default()
+        };
+        for r in reps {
+            for f in &r.flows {
+                let Some((_, spec)) = flows.get(f.index) else {
+                    continue;
+                };
+                if spec.size.is_none_or(|b| b <= above || b > up_to)
+                    || spec.requests != 1
+                    || spec.tcp_cc().is_some()
+                {
+                    continue;
+                }
+                c.flows += 1;
+                if let Some(t) = f.fct_s {
+                    c.completed += 1;
+                    c.fct_s.push(t);
+                }
+            }
+        }
+        c.fct_s.sort_by(f64::total_cmp);
+        let rank = |q: f64| -> Option<f64> {
+            let n = c.fct_s.len();
+            (n > 0).then(|| c.fct_s[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
+        };
+        (c.p50_s, c.p95_s, c.p99_s) = (rank(0.5), rank(0.95), rank(0.99));
+        if c.flows > 0 {
+            out.push(c);
+        }
+        above = up_to;
+    }
+    out
 }
 
 /// Each change's recovery: the mean over the repetitions that recovered

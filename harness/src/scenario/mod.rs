@@ -41,6 +41,7 @@
 //! Everything is validated before a run starts; an error names the file,
 //! the field and what is allowed.
 
+pub mod arrivals;
 mod parse;
 mod resolved;
 pub mod tcp;

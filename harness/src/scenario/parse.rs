@@ -22,7 +22,9 @@ const TOP: &[&str] = &[
     "host",
     "links",
     "topology",
+    "arrivals",
 ];
+const ARRIVALS: &[&str] = &["cc", "rate", "size", "from", "until", "direction"];
 const FLOW: &[&str] = &[
     "cc",
     "direction",
@@ -175,6 +177,17 @@ impl Scenario {
             }
             None => Scenario::default().flows,
         };
+        if let Some(v) = t.get("arrivals") {
+            let link = s.link.clone();
+            let seed = s.seed;
+            let k = std::cell::Cell::new(0u64);
+            for group in each(cx, "arrivals", v, |e| {
+                k.set(k.get() + 1);
+                arrivals(&e, dur, &link, seed, k.get() - 1, base)
+            })? {
+                s.flows.extend(group);
+            }
+        }
         if s.flows.is_empty() {
             return Err(cx.err("flows", "a scenario needs at least one flow"));
         }
@@ -514,6 +527,92 @@ fn resolve_cc(cc: &str, link: &LinkSpec, direction: Direction) -> Result<String,
     let cc = cc_algorithms::registry::resolve_spec(cc, rtt_ms, dir.rate_bps, loss)?;
     cc_algorithms::parse(&cc).map_err(|x| x.to_string())?;
     Ok(cc)
+}
+
+/// One `[[arrivals]]` entry (the `index`-th), in a scenario of `scen_dur`
+/// ns on `link` with seed `seed`: its flows, one per arrival
+/// ([`super::arrivals`]).
+fn arrivals(
+    e: &Entry,
+    scen_dur: u64,
+    link: &LinkSpec,
+    seed: u64,
+    index: u64,
+    base: &Path,
+) -> Result<Vec<FlowSpec>, ScenarioError> {
+    use super::arrivals::{ArrivalSpec, SizeDist, SIZE_FORMS};
+    e.cx.check_keys(e.p, e.t, ARRIVALS)?;
+    // The algorithm and direction are checked as a flow's are.
+    let mut t = toml::Table::new();
+    for k in ["cc", "direction"] {
+        if let Some(v) = e.t.get(k) {
+            t.insert(k.into(), v.clone());
+        }
+    }
+    let template = flow(
+        &Entry {
+            t: &t,
+            cx: e.cx,
+            p: e.p,
+        },
+        scen_dur,
+        link,
+    )?;
+    let rate_per_s = match e.t.get("rate") {
+        Some(toml::Value::Integer(i)) if *i > 0 => *i as f64,
+        Some(toml::Value::Float(f)) if f.is_finite() && *f > 0.0 => *f,
+        Some(v) => {
+            return Err(e.err(
+                "rate",
+                format!("`{v}` is not a positive number of arrivals per second, such as 2 or 0.5"),
+            ))
+        }
+        None => return Err(e.err("rate", "required: arrivals per second, such as 2")),
+    };
+    let size = match e.t.get("size") {
+        Some(v) => {
+            let text = e.cx.text(&e.field("size"), v)?;
+            SizeDist::parse(&text, base).map_err(|x| e.err("size", x))?
+        }
+        None => return Err(e.err("size", format!("required: one of {SIZE_FORMS}"))),
+    };
+    let from_ns = e.duration("from")?.unwrap_or(0);
+    let until_ns = e.duration("until")?.unwrap_or(scen_dur);
+    if from_ns >= until_ns || until_ns > scen_dur {
+        return Err(e.err(
+            "until",
+            format!(
+                "the window {}..{} is empty or ends after the scenario ({}); allowed: from < until <= duration",
+                format_duration_ns(from_ns),
+                format_duration_ns(until_ns),
+                format_duration_ns(scen_dur)
+            ),
+        ));
+    }
+    let spec = ArrivalSpec {
+        rate_per_s,
+        size,
+        from_ns,
+        until_ns,
+    };
+    let drawn = spec.draw(seed, index, 200);
+    if drawn.len() > 200 {
+        return Err(e.err(
+            "rate",
+            format!(
+                "{rate_per_s}/s over {} draws more than 200 flows; a scenario has at most 200",
+                format_duration_ns(until_ns - from_ns)
+            ),
+        ));
+    }
+    Ok(drawn
+        .into_iter()
+        .map(|(start_ns, bytes)| FlowSpec {
+            start_ns,
+            size: Some(bytes),
+            ..template.clone()
+        })
+        .collect())
 }
 
 /// One `[[flows]]` entry, in a scenario of `scen_dur` ns on `link`.

@@ -419,3 +419,58 @@ fn a_linux_tcp_flow_is_refused_where_it_cannot_run_naming_the_field() {
         ("command line", "flows[0].cc")
     );
 }
+
+#[test]
+fn arrivals_become_sized_flows_and_bad_ones_name_the_field() {
+    let text = "duration = \"20s\"\nseed = 3\n[[flows]]\ncc = \"cubic\"\n[[arrivals]]\ncc = \"newreno\"\nrate = 4\nsize = \"fixed:20kb\"\nfrom = \"2s\"\nuntil = \"12s\"\n";
+    let sc = parse(text).unwrap();
+    let short: Vec<&FlowSpec> = sc.flows[1..].iter().collect();
+    // Poisson(40): within 99.9% of it.
+    assert!((21..=61).contains(&short.len()), "{}", short.len());
+    assert!(short.iter().all(|f| f.size == Some(20 * 1024)
+        && f.cc == "newreno"
+        && (2_000_000_000..12_000_000_000).contains(&f.start_ns)));
+    assert!(short.windows(2).all(|w| w[0].start_ns <= w[1].start_ns));
+    // The same seed, the same arrivals; another seed, others.
+    assert_eq!(parse(text).unwrap().flows, sc.flows);
+    let other = parse(&text.replace("seed = 3", "seed = 4")).unwrap();
+    assert_ne!(other.flows, sc.flows);
+    let base = "duration = \"20s\"\n[[flows]]\ncc = \"cubic\"\n[[arrivals]]\n";
+    check_errors(&[
+        (
+            &format!("{base}cc = \"cubic\"\nsize = \"fixed:1kb\"\n"),
+            "arrivals[0].rate",
+            "required",
+        ),
+        (
+            &format!("{base}cc = \"cubic\"\nrate = \"often\"\nsize = \"fixed:1kb\"\n"),
+            "arrivals[0].rate",
+            "arrivals per second",
+        ),
+        (
+            &format!("{base}cc = \"cubic\"\nrate = 2\nsize = \"uniform:1kb\"\n"),
+            "arrivals[0].size",
+            "lognormal:median",
+        ),
+        (
+            &format!("{base}cc = \"nosuch\"\nrate = 2\nsize = \"fixed:1kb\"\n"),
+            "arrivals[0].cc",
+            "nosuch",
+        ),
+        (
+            &format!("{base}cc = \"cubic\"\nrate = 2\nsize = \"fixed:1kb\"\nuntil = \"30s\"\n"),
+            "arrivals[0].until",
+            "ends after the scenario",
+        ),
+        (
+            &format!("{base}cc = \"cubic\"\nrate = 50\nsize = \"fixed:1kb\"\n"),
+            "arrivals[0].rate",
+            "more than 200 flows",
+        ),
+        (
+            &format!("{base}cc = \"cubic\"\nrate = 2\nsize = \"fixed:1kb\"\nsizes = 3\n"),
+            "arrivals[0].sizes",
+            "allowed: cc, rate, size",
+        ),
+    ]);
+}
