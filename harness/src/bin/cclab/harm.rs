@@ -87,16 +87,18 @@ pub fn harm(a: &HarmArgs) -> anyhow::Result<i32> {
             bad_input(e);
         }
     }
+    let backend = resolve_scenario_backend(&sc);
     let cfg = RunConfig {
         out: a.out.clone(),
         bin_dir: bin_dir(),
-        backend: resolve_scenario_backend(&sc),
+        backend,
         quiet: a.quiet,
         stop: stop_flag()?,
         threads: 0,
         qlog_level: level,
         per_packet_log: false,
-        emu_mode: harness::emu::EmuMode::Relay,
+        // Linux TCP flows (`tcp:NAME`) need the emulator's IP mode.
+        emu_mode: crate::common::emu_mode(None, &sc, backend),
     };
     let r = harness::harm::run_harm(&plan, &cfg)?;
     if a.json {
