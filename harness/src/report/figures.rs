@@ -25,6 +25,26 @@ pub fn all(
         goodput(&series, dir)?,
         queue(&series, dir)?,
     ];
+    let jain = series.jain_panels(1.0);
+    if !jain.is_empty() {
+        out.push(multiples(
+            Multiples {
+                name: "jain",
+                title: "Jain's fairness index",
+                y_unit: "1 = equal shares",
+                x_desc: "over time (s), 1 s windows",
+                note: format!(
+                    "Jain's index over the goodput of the flows running through each second \
+                     (from each receiver's qlog; Linux TCP flows left out), for the runs of \
+                     several flows. {}",
+                    series.left_out()
+                ),
+                panels: jain,
+                legend: Vec::new(),
+            },
+            dir,
+        )?);
+    }
     if let Some(f) = completion_times(runs, dir)? {
         out.push(f);
     }

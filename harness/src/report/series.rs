@@ -52,6 +52,9 @@ struct FlowSeries {
     cwnd: Vec<(f64, f64)>,
     rtt: Vec<(f64, f64)>,
     goodput: Vec<(f64, f64)>,
+    /// The receiver's goodput per bin, not thinned: (bin start in the
+    /// run's time, s; bin length, s; Mbit/s). Empty for Linux TCP flows.
+    bins: Vec<(f64, f64, f64)>,
 }
 
 /// What one link of a run gives: its queue and the samples with drops.
@@ -102,6 +105,24 @@ pub fn thin(pts: &[(f64, f64)], buckets: usize) -> Vec<(f64, f64)> {
     keep
 }
 
+/// The mean of `bins` (start, length, value) over [t0, t1), weighted by
+/// overlap; None unless the bins cover the whole window.
+fn window_mean(bins: &[(f64, f64, f64)], t0: f64, t1: f64) -> Option<f64> {
+    let first = bins.first()?;
+    let last = bins.last()?;
+    if first.0 > t0 + 1e-9 || last.0 + last.1 < t1 - 1e-9 {
+        return None;
+    }
+    let mut sum = 0.0;
+    for &(s, len, v) in bins {
+        let overlap = (s + len).min(t1) - s.max(t0);
+        if overlap > 0.0 {
+            sum += v * overlap;
+        }
+    }
+    Some(sum / (t1 - t0))
+}
+
 /// A value holds until the next update: extends the last one to `end`
 /// (a window that stopped changing still exists).
 fn hold_to(mut pts: Vec<(f64, f64)>, end: f64) -> Vec<(f64, f64)> {
@@ -145,6 +166,7 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
         cwnd: Vec::new(),
         rtt: Vec::new(),
         goodput: Vec::new(),
+        bins: Vec::new(),
     };
     if let Some(rel) = f["tcp_records"]["sender"].as_str() {
         let [cwnd, rtt, goodput] = tcp_series(&run.dir.join(rel));
@@ -164,6 +186,18 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
     }
     if let Some(conn) = qlog("receiver").and_then(|p| analyse(&p)) {
         let bin = conn.bin_s;
+        fs.bins = conn
+            .bins
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                (
+                    start + i as f64 * bin,
+                    bin,
+                    b.app_received as f64 * 8.0 / bin / 1e6,
+                )
+            })
+            .collect();
         fs.goodput = shift(
             conn.bins
                 .iter()
@@ -495,6 +529,50 @@ impl Series {
             .collect()
     }
 
+    /// Jain's index over the flows of each run with several, per window of
+    /// `window_s`: each flow's mean goodput over the window, from its
+    /// receiver's bins, for the flows whose bins cover the whole window
+    /// (those running through it). One panel per run.
+    pub fn jain_panels(&self, window_s: f64) -> Vec<Panel> {
+        self.rs
+            .iter()
+            .filter(|r| r.flows.iter().filter(|f| !f.bins.is_empty()).count() > 1)
+            .map(|r| {
+                let end = r
+                    .flows
+                    .iter()
+                    .filter_map(|f| f.bins.last().map(|b| b.0 + b.1))
+                    .fold(0.0, f64::max);
+                let mut pts = Vec::new();
+                let mut t = 0.0;
+                while t + window_s <= end + 1e-9 {
+                    let rates: Vec<f64> = r
+                        .flows
+                        .iter()
+                        .filter_map(|f| window_mean(&f.bins, t, t + window_s))
+                        .collect();
+                    if rates.len() > 1 {
+                        if let Some(j) = qlog_analysis::summary::jain(&rates) {
+                            pts.push((t + window_s, j));
+                        }
+                    }
+                    t += window_s;
+                }
+                Panel {
+                    title: r.title.clone(),
+                    colour: r.colour,
+                    traces: vec![Trace {
+                        colour: r.colour,
+                        pts,
+                    }],
+                    marks: Vec::new(),
+                }
+            })
+            .filter(|p| !p.traces[0].pts.is_empty())
+            .take(MAX_PANELS)
+            .collect()
+    }
+
     /// Whether some run has several links (the queue figure then has a
     /// panel per link).
     pub fn multi_link(&self) -> bool {
@@ -504,6 +582,24 @@ impl Series {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn window_means_weigh_bins_by_overlap_and_need_full_cover() {
+        // Bins of 0.2 s from 0.5 s: 10, 20, 30, 40, 50 Mbit/s.
+        let bins: Vec<(f64, f64, f64)> = (0..5)
+            .map(|i| (0.5 + 0.2 * i as f64, 0.2, 10.0 * (i + 1) as f64))
+            .collect();
+        let m = window_mean(&bins, 0.6, 1.0).unwrap();
+        // Half of the first bin, the second, the third: (5·0.1 + ... ) / 0.4.
+        assert!(
+            (m - (10.0 * 0.1 + 20.0 * 0.2 + 30.0 * 0.1) / 0.4).abs() < 1e-9,
+            "{m}"
+        );
+        assert_eq!(window_mean(&bins, 0.0, 1.0), None);
+        assert_eq!(window_mean(&bins, 1.0, 2.0), None);
+        assert_eq!(window_mean(&[], 0.0, 1.0), None);
+    }
+
     use super::*;
 
     #[test]
