@@ -249,8 +249,12 @@ fn a_linux_algorithm_only_the_guest_has_runs_its_endpoints_in_the_guest() {
     let (guest_flow, quic) = (&s["flows"][0], &s["flows"][1]);
     assert_eq!(guest_flow["completed"], 1, "{guest_flow}");
     assert_eq!(quic["completed"], 1, "{quic}");
+    // Each flow's goodput is timed over its own transfer, and the two
+    // do not start and end together, so their sum may pass the link's
+    // 10 Mbit/s by a little (10.13 Mbit/s seen once); more than 5% would
+    // mean the flows were not sharing a 10 Mbit/s bottleneck.
     let g = guest_flow["goodput_bps"].as_f64().unwrap() + quic["goodput_bps"].as_f64().unwrap();
-    assert!(g > 6e6 && g < 10e6, "the two flows' goodput {g}");
+    assert!(g > 6e6 && g < 10.5e6, "the two flows' goodput {g}");
     let rtt = guest_flow["rtt_ms"]["min"].as_f64().unwrap();
     assert!((39.0..50.0).contains(&rtt), "{spec}'s smallest RTT {rtt}");
     let cmds = std::fs::read_to_string(dir.join("rep-1/netns-commands.txt")).unwrap();
