@@ -171,12 +171,14 @@ link-elements: bootstrap
 
 # docs/metrics.md: harm (Ware et al., HotNets 2019) of CUBIC to NewReno and
 # of BBR2 to CUBIC on sim, 20 Mbit/s, 40 ms, 1 and 4 BDP, 5 runs of 30 s
-# each (about 2 minutes); HARM_OUT keeps the runs.
+# each, and Linux's CUBIC to Linux's Reno on the emulator (IP mode, root;
+# 3 runs of 30 s, real time): about 8 minutes. HARM_OUT keeps the runs.
 HARM_OUT ?= $(shell mktemp -d -u /tmp/cclab-harm-XXXXXX)
 harm: bootstrap
 	$(CARGO) build --release -q -p harness --bin cclab
 	target/release/cclab harm --quiet --reference newreno --candidate cubic --queue 1bdp,4bdp --repetitions 5 --out $(HARM_OUT)/cubic-to-newreno
 	target/release/cclab harm --quiet --reference cubic --candidate bbr2 --queue 1bdp,4bdp --repetitions 5 --out $(HARM_OUT)/bbr2-to-cubic
+	target/release/cclab harm --quiet --link emu --reference tcp:reno --candidate tcp:cubic --queue 1bdp,4bdp --repetitions 3 --out $(HARM_OUT)/linux-cubic-to-reno
 	@echo "(make harm at $$(git rev-parse --short HEAD))"
 
 # The shipped single-link scenarios at REV and here, every result file
