@@ -475,7 +475,10 @@ fn recoveries(
         .iter()
         .flat_map(|c| {
             let what = describe_change(c);
-            c.times_until(end_ns).map(move |t| (t, what.clone()))
+            // A time at the run's very end has nothing after it to judge.
+            c.times_until(end_ns)
+                .filter(move |&t| t < end_ns)
+                .map(move |t| (t, what.clone()))
         })
         .collect();
     times.sort_by_key(|t| t.0);
