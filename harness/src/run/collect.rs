@@ -458,7 +458,7 @@ pub const RECOVERED_UTILIZATION: f64 = 0.9;
 pub const RECOVERED_FOR_S: f64 = 0.5;
 
 /// Each scheduled change of direction `d` (every repetition of one with
-/// `every`) up to `active_s`, and how long after it the link was back to
+/// `every`) up to 0.5 s before `active_s`, and how long after it the link was back to
 /// carrying at least 90% of the capacity then in force, for at least
 /// 0.5 s: the start of the first sample of that stretch, less the
 /// change's time (to the samples' interval, 100 ms by default). None when
@@ -475,9 +475,10 @@ fn recoveries(
         .iter()
         .flat_map(|c| {
             let what = describe_change(c);
-            // A time at the run's very end has nothing after it to judge.
-            c.times_until(end_ns)
-                .filter(move |&t| t < end_ns)
+            // A time less than RECOVERED_FOR_S before the run's end leaves
+            // no room to see a recovery: it is left out, not "never".
+            let last = end_ns.saturating_sub((RECOVERED_FOR_S * 1e9) as u64);
+            c.times_until(last)
                 .map(move |t| (t, what.clone()))
         })
         .collect();
