@@ -478,8 +478,7 @@ fn recoveries(
             // A time less than RECOVERED_FOR_S before the run's end leaves
             // no room to see a recovery: it is left out, not "never".
             let last = end_ns.saturating_sub((RECOVERED_FOR_S * 1e9) as u64);
-            c.times_until(last)
-                .map(move |t| (t, what.clone()))
+            c.times_until(last).map(move |t| (t, what.clone()))
         })
         .collect();
     times.sort_by_key(|t| t.0);
