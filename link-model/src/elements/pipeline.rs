@@ -92,23 +92,27 @@ impl Counters {
     /// Drops of one reason.
     pub fn dropped_by(&self, why: DropReason) -> u64 {
         let i = why.index();
-        if why == DropReason::Policer {
-            self.dropped_policer
-        } else if i < self.dropped.len() {
+        let (a, b) = (self.dropped.len(), self.dropped_dualpi2.len());
+        if i < a {
             self.dropped[i]
+        } else if i < a + b {
+            self.dropped_dualpi2[i - a]
         } else {
-            self.dropped_dualpi2[i - self.dropped.len()]
+            self.dropped_policer
         }
     }
 
+    /// The counter of one reason: [`DropReason::ALL`]'s order runs
+    /// through `dropped`, then `dropped_dualpi2`, then `dropped_policer`.
     fn drop_slot(&mut self, why: DropReason) -> &mut u64 {
         let i = why.index();
-        if why == DropReason::Policer {
-            &mut self.dropped_policer
-        } else if i < self.dropped.len() {
+        let (a, b) = (self.dropped.len(), self.dropped_dualpi2.len());
+        if i < a {
             &mut self.dropped[i]
+        } else if i < a + b {
+            &mut self.dropped_dualpi2[i - a]
         } else {
-            &mut self.dropped_dualpi2[i - self.dropped.len()]
+            &mut self.dropped_policer
         }
     }
 
