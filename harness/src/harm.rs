@@ -131,26 +131,23 @@ pub fn figures(
     .collect()
 }
 
+/// Each flow of a harm run starts at a time drawn from [0, this) per
+/// repetition, so repetitions differ on a deterministic link.
+pub const START_JITTER: &str = "100ms";
+
 /// What to compare, where.
 #[derive(Clone, Debug)]
 pub struct HarmPlan {
+    /// The runs' shared part: link, duration, repetitions, seed, and two
+    /// flows of the reference (each starting within [`START_JITTER`]).
+    base: Scenario,
     /// The algorithm harmed (a spec, `newreno` or `cubic:beta=0.7`).
     pub reference: String,
     /// The algorithm judged.
     pub candidate: String,
-    /// `[link]` fields every point shares, as TOML text (rate, rtt, ...).
-    pub link: String,
     /// Queue limits, one point each (`1bdp`, `4bdp`, `100pkt`).
     pub queues: Vec<String>,
-    /// Each run's length (`30s`).
-    pub duration: String,
-    /// Repetitions of each run.
-    pub repetitions: u32,
-    /// Each flow starts at a time drawn from [0, start_jitter) per
-    /// repetition, so repetitions differ on a deterministic link.
-    pub start_jitter: String,
 }
-
 /// One point: a queue limit and every metric's harm.
 #[derive(Clone, Debug, Serialize)]
 pub struct HarmPoint {
@@ -182,39 +179,66 @@ pub struct HarmReport {
 }
 
 impl HarmPlan {
+    /// The plan on `base`'s link, duration, repetitions and seed (its own
+    /// flows are replaced); every scenario is checked here, before
+    /// anything runs.
+    pub fn new(
+        base: &Scenario,
+        reference: &str,
+        candidate: &str,
+        queues: Vec<String>,
+    ) -> Result<HarmPlan, String> {
+        let mut t = base.to_toml();
+        let flow = |cc: &str| {
+            let mut f = toml::Table::new();
+            f.insert("cc".into(), cc.into());
+            f.insert("start_jitter".into(), START_JITTER.into());
+            toml::Value::Table(f)
+        };
+        t.insert(
+            "flows".into(),
+            toml::Value::Array(vec![flow(reference), flow(reference)]),
+        );
+        let text = toml::to_string(&t).map_err(|e| e.to_string())?;
+        let plan = HarmPlan {
+            base: Scenario::parse(&text, "harm", Path::new(".")).map_err(|e| e.to_string())?,
+            reference: reference.into(),
+            candidate: candidate.into(),
+            queues,
+        };
+        for q in &plan.queues {
+            plan.scenario(q, candidate)?;
+        }
+        Ok(plan)
+    }
+
     /// The scenario of one run: the reference and `other`, on the link
     /// with queue `queue`.
     pub fn scenario(&self, queue: &str, other: &str) -> Result<Scenario, String> {
-        let text = format!(
-            "name = \"harm\"\nduration = \"{}\"\nrepetitions = {}\n[link]\n{}\nqueue = \"{}\"\n\
-             [[flows]]\ncc = \"{}\"\nstart_jitter = \"{}\"\n[[flows]]\ncc = \"{}\"\nstart_jitter = \"{}\"\n",
-            self.duration,
-            self.repetitions,
-            self.link,
-            queue,
-            self.reference,
-            self.start_jitter,
-            other,
-            self.start_jitter
-        );
-        Scenario::parse(&text, "harm", Path::new(".")).map_err(|e| e.to_string())
+        // Named as the point's own field: the override would name the
+        // direction it reached first.
+        crate::link::units::parse_queue_field("link.queue", queue).map_err(|e| e.to_string())?;
+        self.base
+            .with_overrides(
+                &[
+                    ("link.queue".into(), queue.into()),
+                    ("flows.1.cc".into(), other.into()),
+                ],
+                "harm",
+            )
+            .map_err(|e| e.to_string())
     }
 }
 
 /// Runs every point of `plan` under `cfg` (its `out` is the parent of the
 /// runs) and writes `harm.json` there, atomically, after each point.
 pub fn run_harm(plan: &HarmPlan, cfg: &RunConfig) -> anyhow::Result<HarmReport> {
-    // Every scenario is checked before anything runs.
-    for q in &plan.queues {
-        plan.scenario(q, &plan.candidate)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
     std::fs::create_dir_all(&cfg.out)?;
     let mut report = HarmReport {
         reference: plan.reference.clone(),
         candidate: plan.candidate.clone(),
-        duration: plan.duration.clone(),
-        repetitions: plan.repetitions,
+        duration: crate::link::units::format_duration_ns(plan.base.duration_ns),
+        repetitions: plan.base.repetitions,
         points: Vec::new(),
         interrupted: false,
     };
@@ -315,19 +339,32 @@ mod tests {
 
     #[test]
     fn a_plan_names_a_bad_algorithm_or_queue() {
-        let plan = HarmPlan {
-            reference: "newreno".into(),
-            candidate: "cubic".into(),
-            link: "backend = \"sim\"\nrate = \"20mbit\"\nrtt = \"40ms\"".into(),
-            queues: vec!["1bdp".into()],
-            duration: "5s".into(),
-            repetitions: 1,
-            start_jitter: "100ms".into(),
-        };
-        assert!(plan.scenario("1bdp", "cubic").is_ok());
+        let base = Scenario::parse(
+            "duration = \"5s\"\n[link]\nbackend = \"sim\"\nrate = \"20mbit\"\nrtt = \"40ms\"\n",
+            "t",
+            Path::new("."),
+        )
+        .unwrap();
+        let plan = HarmPlan::new(&base, "newreno", "cubic", vec!["1bdp".into()]).unwrap();
+        let sc = plan.scenario("4bdp", "cubic").unwrap();
+        let ccs: Vec<&str> = sc.flows.iter().map(|f| f.cc.as_str()).collect();
+        assert_eq!(ccs, ["newreno", "cubic"]);
+        assert_eq!(sc.flows[1].start_jitter_ns, 100_000_000);
+        assert_eq!(sc.duration_ns, 5_000_000_000);
         let e = plan.scenario("1bdp", "nosuch").unwrap_err();
         assert!(e.contains("nosuch"), "{e}");
         let e = plan.scenario("lots", "cubic").unwrap_err();
         assert!(e.contains("link.queue"), "{e}");
+        // Checked when made: a bad reference, candidate or queue.
+        for (r, c, q) in [
+            ("nosuch", "cubic", "1bdp"),
+            ("newreno", "nosuch", "1bdp"),
+            ("newreno", "cubic", "lots"),
+        ] {
+            assert!(
+                HarmPlan::new(&base, r, c, vec![q.into()]).is_err(),
+                "{r} {c} {q}"
+            );
+        }
     }
 }

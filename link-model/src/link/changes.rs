@@ -41,7 +41,7 @@
 //! lasts. Changes are applied in time order; two at the same time in the
 //! order written.
 
-use super::units::{format_duration_ns, format_rate, parse_duration_ns, parse_queue, parse_rate};
+use super::units::{format_duration_ns, format_rate, parse_duration_ns, parse_rate};
 use super::{err, Aggregation, LinkError, LossModel, QueueLimit};
 
 /// One scheduled change of a direction.
@@ -161,9 +161,7 @@ impl Change {
         };
         let queue = match text("queue")? {
             None => None,
-            Some((s, f)) => Some(parse_queue(&s).ok_or_else(|| {
-                err(&f, format!("`{s}` is not a queue limit: packets (100pkt), bytes (64kb) or BDP multiples (1bdp)"))
-            })?),
+            Some((s, f)) => Some(super::units::parse_queue_field(&f, &s)?),
         };
         let aggregate = match text("aggregate")? {
             None => None,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::units::{format_rate, parse_rate};
 
-use super::units::{format_duration_ns, parse_duration_ns, parse_probability, parse_queue};
+use super::units::{format_duration_ns, parse_duration_ns, parse_probability};
 use super::{
     err, format_prob, Aqm, Backend, DirectionSpec, JitterDistribution, LinkError, LinkSpec,
     LossModel, Sched, Trace,
@@ -378,9 +378,7 @@ fn apply_impairments(d: &mut DirectionSpec, fields: &Fields) -> Result<(), LinkE
 /// `queue`, `aqm` and `sched`.
 fn apply_queue(d: &mut DirectionSpec, fields: &Fields) -> Result<(), LinkError> {
     if let Some((s, f)) = fields.get("queue")? {
-        d.queue = parse_queue(&s).ok_or_else(|| {
-            err(&f, format!("`{s}` is not a queue limit: packets (100pkt), bytes (64kb, 150000b) or BDP multiples (1bdp, 0.5bdp)"))
-        })?;
+        d.queue = super::units::parse_queue_field(&f, &s)?;
     }
     let mut fq_codel = false;
     if let Some((s, f)) = fields.get("aqm")? {

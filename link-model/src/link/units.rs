@@ -144,6 +144,17 @@ pub fn parse_queue(s: &str) -> Option<QueueLimit> {
     }
 }
 
+/// [`parse_queue`] for field `field` of a link description: the error
+/// names the field, the value and what is allowed.
+pub fn parse_queue_field(field: &str, s: &str) -> Result<QueueLimit, super::LinkError> {
+    parse_queue(s).ok_or_else(|| {
+        super::err(
+            field,
+            format!("`{s}` is not a queue limit: packets (100pkt), bytes (64kb, 150000b) or BDP multiples (1bdp, 0.5bdp)"),
+        )
+    })
+}
+
 /// Formats nanoseconds the way tc would print them (`40ms`, `1.5s`, `250us`).
 pub fn format_duration_ns(ns: u64) -> String {
     if ns == 0 {

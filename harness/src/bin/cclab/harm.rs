@@ -4,8 +4,10 @@
 
 use std::path::PathBuf;
 
+use harness::cli::LinkArgs;
 use harness::harm::{HarmPlan, HarmReport};
 use harness::run::RunConfig;
+use harness::scenario::Scenario;
 
 use crate::common::{bad_input, bin_dir, qlog_level, resolve_scenario_backend, stop_flag};
 
@@ -17,18 +19,11 @@ pub struct HarmArgs {
     /// The algorithm judged.
     #[arg(long)]
     candidate: String,
-    /// Bottleneck rate.
-    #[arg(long, default_value = "20mbit")]
-    rate: String,
-    /// Round-trip propagation delay.
-    #[arg(long, default_value = "40ms")]
-    rtt: String,
-    /// Queue limits, one point each (repeat or comma-separate: 1bdp,4bdp).
-    #[arg(long, value_delimiter = ',', default_value = "1bdp")]
-    queue: Vec<String>,
-    /// AQM of the bottleneck (as `[link] aqm`).
-    #[arg(long, default_value = "droptail")]
-    aqm: String,
+    /// The link, as `cclab run` takes it (the defaults: 20 Mbit/s, 40 ms,
+    /// drop-tail, on sim unless --link says otherwise); `--queue` takes
+    /// several limits, comma-separated (1bdp,4bdp), one point each.
+    #[command(flatten)]
+    link: LinkArgs,
     /// Each run's length.
     #[arg(long, default_value = "30s")]
     duration: String,
@@ -36,9 +31,6 @@ pub struct HarmArgs {
     /// times drawn per repetition).
     #[arg(long, default_value_t = 3)]
     repetitions: u32,
-    /// Backend: sim (the default), emu, netem or auto.
-    #[arg(long, default_value = "sim")]
-    link: String,
     /// Output directory: harm.json and each run's result directory.
     #[arg(long)]
     out: PathBuf,
@@ -59,34 +51,46 @@ pub fn harm(a: &HarmArgs) -> anyhow::Result<i32> {
     if a.repetitions == 0 {
         bad_input("--repetitions: must be at least 1");
     }
+    if a.link.link_file.is_some() {
+        bad_input("--link-file is for `cclab emu` and `cclab link show`; give `cclab harm` the link as flags");
+    }
     let level = qlog_level(&a.qlog_level);
     if level == quic_app::QlogLevel::Off {
         bad_input("--qlog-level off: harm needs each flow's RTT and losses from its qlog; use metrics or more");
     }
-    let plan = HarmPlan {
-        reference: a.reference.clone(),
-        candidate: a.candidate.clone(),
-        link: format!(
-            "backend = {:?}\nrate = {:?}\nrtt = {:?}\naqm = {:?}",
-            a.link, a.rate, a.rtt, a.aqm
-        ),
-        queues: a.queue.clone(),
-        duration: a.duration.clone(),
-        repetitions: a.repetitions,
-        start_jitter: "100ms".into(),
-    };
-    let first = a
+    let queues: Vec<String> = a
+        .link
         .queue
-        .first()
-        .unwrap_or_else(|| bad_input("--queue: give at least one"));
-    let sc = plan
-        .scenario(first, &a.candidate)
-        .unwrap_or_else(|e| bad_input(e));
-    for q in &a.queue {
-        if let Err(e) = plan.scenario(q, &a.candidate) {
-            bad_input(e);
-        }
+        .as_deref()
+        .unwrap_or("1bdp")
+        .split(',')
+        .map(|q| q.trim().to_string())
+        .filter(|q| !q.is_empty())
+        .collect();
+    if queues.is_empty() {
+        bad_input("--queue: give at least one queue limit, such as 1bdp or 1bdp,4bdp");
     }
+    // The link flags but the queue (each point's own), on sim by default.
+    let mut o: Vec<(String, toml::Value)> = crate::run::link_overrides(&a.link)
+        .into_iter()
+        .filter(|(k, _)| k != "link.queue")
+        .collect();
+    if a.link.link.is_none() {
+        o.push(("link.backend".into(), "sim".into()));
+    }
+    o.push(("duration".into(), a.duration.clone().into()));
+    o.push(("repetitions".into(), i64::from(a.repetitions).into()));
+    let base = Scenario {
+        name: "harm".into(),
+        ..Scenario::default()
+    }
+    .with_overrides(&o, "command line")
+    .unwrap_or_else(|e| bad_input(e));
+    let plan = HarmPlan::new(&base, &a.reference, &a.candidate, queues.clone())
+        .unwrap_or_else(|e| bad_input(e));
+    let sc = plan
+        .scenario(&queues[0], &a.candidate)
+        .unwrap_or_else(|e| bad_input(e));
     let backend = resolve_scenario_backend(&sc);
     let cfg = RunConfig {
         out: a.out.clone(),

@@ -56,7 +56,7 @@ enum Cmd {
     /// Harm (Ware et al., HotNets 2019): a reference algorithm against its
     /// own kind and against a candidate, per queue limit: how much of its
     /// throughput, delay and loss the candidate costs it.
-    Harm(harm::HarmArgs),
+    Harm(Box<harm::HarmArgs>),
     /// Join sweep or shard directories into one.
     Merge(merge::MergeArgs),
     /// One self-contained HTML report (or Markdown, for .md) from result directories.

@@ -209,21 +209,12 @@ fn overrides(a: &RunArgs) -> Vec<(String, toml::Value)> {
     if let Some(r) = a.repetitions {
         o.push(("repetitions".into(), toml::Value::Integer(r as i64)));
     }
-    if let Some(s) = &a.link.seed {
-        let s: i64 = s
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v| *v >= 0)
-            .unwrap_or_else(|| bad_input(format!("--seed: `{s}` is not a non-negative integer")));
-        o.push(("seed".into(), toml::Value::Integer(s)));
-        o.push(("link.seed".into(), toml::Value::Integer(s)));
-    }
     o
 }
 
-/// The `link.*` keys the link flags and --up/--down set.
-fn link_overrides(l: &LinkArgs) -> Vec<(String, toml::Value)> {
+/// The `link.*` keys the link flags and --up/--down set, and `--seed`
+/// (the scenario's and the link's).
+pub fn link_overrides(l: &LinkArgs) -> Vec<(String, toml::Value)> {
     let mut o = Vec::new();
     for (k, v) in l.fields() {
         if let Some(v) = v {
@@ -242,6 +233,16 @@ fn link_overrides(l: &LinkArgs) -> Vec<(String, toml::Value)> {
                 toml::Value::String(v.trim().into()),
             ));
         }
+    }
+    if let Some(s) = &l.seed {
+        let s: i64 = s
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v| *v >= 0)
+            .unwrap_or_else(|| bad_input(format!("--seed: `{s}` is not a non-negative integer")));
+        o.push(("seed".into(), toml::Value::Integer(s)));
+        o.push(("link.seed".into(), toml::Value::Integer(s)));
     }
     o
 }
