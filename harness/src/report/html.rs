@@ -208,6 +208,7 @@ pub fn recovery_rows(runs: &[Run]) -> Vec<[String; 5]> {
             .flatten()
             .filter_map(|f| f["cc"].as_str())
             .collect();
+        ccs.sort_unstable();
         ccs.dedup();
         for c in r.summary["bottleneck"]["recoveries"]
             .as_array()

@@ -186,30 +186,17 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
     }
     if let Some(conn) = qlog("receiver").and_then(|p| analyse(&p)) {
         let bin = conn.bin_s;
-        fs.bins = conn
+        // Each bin (its start from the flow's start, length, Mbit/s):
+        // the goodput line at bin midpoints, and the bins themselves in
+        // the run's time for Jain's index.
+        let rel: Vec<(f64, f64, f64)> = conn
             .bins
             .iter()
             .enumerate()
-            .map(|(i, b)| {
-                (
-                    start + i as f64 * bin,
-                    bin,
-                    b.app_received as f64 * 8.0 / bin / 1e6,
-                )
-            })
+            .map(|(i, b)| (i as f64 * bin, bin, b.app_received as f64 * 8.0 / bin / 1e6))
             .collect();
-        fs.goodput = shift(
-            conn.bins
-                .iter()
-                .enumerate()
-                .map(|(i, b)| {
-                    (
-                        (i as f64 + 0.5) * bin,
-                        b.app_received as f64 * 8.0 / bin / 1e6,
-                    )
-                })
-                .collect(),
-        );
+        fs.goodput = shift(rel.iter().map(|&(t, l, v)| (t + l / 2.0, v)).collect());
+        fs.bins = rel.into_iter().map(|(t, l, v)| (t + start, l, v)).collect();
     }
     fs
 }

@@ -170,7 +170,7 @@ fn flow_result(c: &EndedFlow, group: usize, f: &FlowSpec, dir: &Path) -> FlowRes
         error: client_error(&report, &c.dir),
         ..FlowResult::default()
     };
-    if r.complete && f.size.is_some() && f.requests == 1 && f.tcp_cc().is_none() {
+    if r.complete && f.has_completion_time() {
         r.fct_s = match (
             report["handshake_ms"].as_f64(),
             report["duration_s"].as_f64(),

@@ -277,7 +277,7 @@ pub const FCT_CLASSES: [u64; 4] = [10_000, 100_000, 1_000_000, u64::MAX];
 /// repetition.
 fn fct_classes(sc: &Scenario, reps: &[RepResult]) -> Vec<super::FctClass> {
     let flows = sc.expanded_flows();
-    if flows.iter().all(|(_, f)| f.size.is_none()) {
+    if !flows.iter().any(|(_, f)| f.has_completion_time()) {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -293,9 +293,7 @@ fn fct_classes(sc: &Scenario, reps: &[RepResult]) -> Vec<super::FctClass> {
                 let Some((_, spec)) = flows.get(f.index) else {
                     continue;
                 };
-                if spec.size.is_none_or(|b| b <= above || b > up_to)
-                    || spec.requests != 1
-                    || spec.tcp_cc().is_some()
+                if !spec.has_completion_time() || spec.size.is_none_or(|b| b <= above || b > up_to)
                 {
                     continue;
                 }

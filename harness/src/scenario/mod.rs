@@ -188,6 +188,12 @@ impl FlowSpec {
         tcp::tcp_name(&self.cc)
     }
 
+    /// Whether the flow has a completion time (`fct_s`): a QUIC flow of
+    /// one request of a given size (every `[[arrivals]]` flow).
+    pub fn has_completion_time(&self) -> bool {
+        self.size.is_some() && self.requests == 1 && self.tcp_cc().is_none()
+    }
+
     /// Bytes to move: the size, or "unbounded" (1 TB) for a flow that
     /// runs for a duration.
     pub fn bytes(&self) -> u64 {
