@@ -1,30 +1,17 @@
 //! The policer and aggregation through one direction's pipeline.
 
+//! The link and the offered load are the scheduled changes' tests' own:
+//! 12 Mbit/s (a 1500-byte packet per ms), 20 ms one way, 1000 packets of
+//! queue, 1500-byte packets at a fixed spacing from time 0.
+
+use super::changes_tests::{link, offer as offer_from, MS};
 use super::packet::{DropReason, Packet};
 use super::pipeline::Direction;
 use crate::link::{Dir, LinkSpec};
 use crate::log::{Kind, Record};
 
-const MS: u64 = 1_000_000;
-const S: u64 = 1_000_000_000;
-
-/// 12 Mbit/s (a 1500-byte packet per ms), 20 ms one way, 1000 packets of
-/// queue, and `extra`.
-fn link(extra: &str) -> LinkSpec {
-    let text = format!("rate = \"12mbit\"\ndelay = \"20ms\"\nqueue = \"1000pkt\"\n{extra}");
-    let t: toml::Table = text.parse().unwrap();
-    LinkSpec::from_toml(&t, std::path::Path::new("."), "link").unwrap()
-}
-
 fn offer(d: &mut Direction, every: u64, n: u64) -> (Vec<Record>, Vec<(u64, Packet)>) {
-    let (mut log, mut out) = (Vec::new(), Vec::new());
-    for i in 0..n {
-        let t = i * every;
-        d.advance(t, &mut log, &mut out);
-        d.push(Packet::sized(1500, 0, t), t, &mut log);
-    }
-    d.advance(n * every + 10 * S, &mut log, &mut out);
-    (log, out)
+    offer_from(d, 0, every, n)
 }
 
 #[test]

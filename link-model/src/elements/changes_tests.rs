@@ -7,12 +7,12 @@ use super::pipeline::Direction;
 use crate::link::{Dir, LinkSpec};
 use crate::log::{Kind, Record};
 
-const MS: u64 = 1_000_000;
-const S: u64 = 1_000_000_000;
+pub(super) const MS: u64 = 1_000_000;
+pub(super) const S: u64 = 1_000_000_000;
 
 /// A link whose `[link]` table is `extra` after 12 Mbit/s, 20 ms one way
 /// and a 1000-packet queue (1500-byte packets take 1 ms at 12 Mbit/s).
-fn link(extra: &str) -> LinkSpec {
+pub(super) fn link(extra: &str) -> LinkSpec {
     let text = format!("rate = \"12mbit\"\ndelay = \"20ms\"\nqueue = \"1000pkt\"\n{extra}");
     let t: toml::Table = text.parse().unwrap();
     LinkSpec::from_toml(&t, std::path::Path::new("."), "link").unwrap()
@@ -21,7 +21,12 @@ fn link(extra: &str) -> LinkSpec {
 /// Offers `n` 1500-byte packets at `every` ns from `from`, advancing the
 /// link to each arrival and then 10 s past the last; returns the log and
 /// the deliveries.
-fn offer(d: &mut Direction, from: u64, every: u64, n: u64) -> (Vec<Record>, Vec<(u64, Packet)>) {
+pub(super) fn offer(
+    d: &mut Direction,
+    from: u64,
+    every: u64,
+    n: u64,
+) -> (Vec<Record>, Vec<(u64, Packet)>) {
     let (mut log, mut out) = (Vec::new(), Vec::new());
     for i in 0..n {
         let t = from + i * every;
