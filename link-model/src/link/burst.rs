@@ -69,18 +69,32 @@ fn parse_amount(field: &str, key: &str, v: &str) -> Result<QueueLimit, LinkError
     }
 }
 
+/// `none` (None), or the `key=value` pairs of `s` among `keys`, an
+/// unknown or repeated key refused with what `allowed` says.
+fn pairs(
+    field: &str,
+    s: &str,
+    keys: &[&str],
+    allowed: &str,
+) -> Result<Option<Vec<(String, String)>>, LinkError> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    key_values(field, s, keys)
+        .map(Some)
+        .map_err(|e| err(field, format!("{}; expected {allowed}", e.problem)))
+}
+
 impl Policer {
     const ALLOWED: &'static str = "`none` or `rate=10mbit,burst=30kb` (burst in bytes or packets)";
 
     /// Parses `none` or `rate=...,burst=...`.
     pub(super) fn parse(field: &str, s: &str) -> Result<Option<Policer>, LinkError> {
-        if s.trim().eq_ignore_ascii_case("none") {
+        let Some(kv) = pairs(field, s, &["rate", "burst"], Self::ALLOWED)? else {
             return Ok(None);
-        }
+        };
         let (mut rate, mut burst) = (None, None);
-        for (k, v) in key_values(field, s, &["rate", "burst"])
-            .map_err(|e| err(field, format!("{}; expected {}", e.problem, Self::ALLOWED)))?
-        {
+        for (k, v) in kv {
             if k == "rate" {
                 rate = Some(
                     parse_rate(&v)
@@ -133,13 +147,11 @@ impl Aggregation {
 
     /// Parses `none` or `period=...[,burst=...]`.
     pub(super) fn parse(field: &str, s: &str) -> Result<Option<Aggregation>, LinkError> {
-        if s.trim().eq_ignore_ascii_case("none") {
+        let Some(kv) = pairs(field, s, &["period", "burst"], Self::ALLOWED)? else {
             return Ok(None);
-        }
+        };
         let (mut period, mut burst) = (None, None);
-        for (k, v) in key_values(field, s, &["period", "burst"])
-            .map_err(|e| err(field, format!("{}; expected {}", e.problem, Self::ALLOWED)))?
-        {
+        for (k, v) in kv {
             if k == "period" {
                 period = Some(
                     parse_duration_ns(&v)
