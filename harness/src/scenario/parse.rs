@@ -180,11 +180,7 @@ impl Scenario {
         if let Some(v) = t.get("arrivals") {
             let link = s.link.clone();
             let seed = s.seed;
-            let k = std::cell::Cell::new(0u64);
-            for group in each(cx, "arrivals", v, |e| {
-                k.set(k.get() + 1);
-                arrivals(&e, dur, &link, seed, k.get() - 1, base)
-            })? {
+            for group in each(cx, "arrivals", v, |e| arrivals(&e, dur, &link, seed, base))? {
                 s.flows.extend(group);
             }
         }
@@ -373,7 +369,12 @@ fn each<T>(
                 format!("expected a table ([[{key}]])"),
             )
         })?;
-        out.push(one(Entry { t, cx, p: &p })?);
+        out.push(one(Entry {
+            t,
+            cx,
+            p: &p,
+            index: i,
+        })?);
     }
     Ok(out)
 }
@@ -384,6 +385,8 @@ struct Entry<'a> {
     t: &'a toml::Table,
     cx: &'a Ctx<'a>,
     p: &'a str,
+    /// Its place in the array.
+    index: usize,
 }
 
 impl Entry<'_> {
@@ -529,15 +532,14 @@ fn resolve_cc(cc: &str, link: &LinkSpec, direction: Direction) -> Result<String,
     Ok(cc)
 }
 
-/// One `[[arrivals]]` entry (the `index`-th), in a scenario of `scen_dur`
-/// ns on `link` with seed `seed`: its flows, one per arrival
-/// ([`super::arrivals`]).
+/// One `[[arrivals]]` entry, in a scenario of `scen_dur` ns on `link`
+/// with seed `seed`: its flows, one per arrival ([`super::arrivals`]; the
+/// entry's place in the array is its random stream).
 fn arrivals(
     e: &Entry,
     scen_dur: u64,
     link: &LinkSpec,
     seed: u64,
-    index: u64,
     base: &Path,
 ) -> Result<Vec<FlowSpec>, ScenarioError> {
     use super::arrivals::{ArrivalSpec, SizeDist, SIZE_FORMS};
@@ -554,6 +556,7 @@ fn arrivals(
             t: &t,
             cx: e.cx,
             p: e.p,
+            index: e.index,
         },
         scen_dur,
         link,
@@ -595,7 +598,7 @@ fn arrivals(
         from_ns,
         until_ns,
     };
-    let drawn = spec.draw(seed, index, 200);
+    let drawn = spec.draw(seed, e.index as u64, 200);
     if drawn.len() > 200 {
         return Err(e.err(
             "rate",
