@@ -164,7 +164,8 @@ slow-start: bootstrap
 
 # docs/links.md: the policer and aggregation elements, NewReno, CUBIC,
 # Vegas, BBR2 and bbr3 on the plain link and on scenarios/changes/
-# aggregation.toml and policer.toml (sim; about a minute).
+# aggregation.toml and policer.toml, and each one's recovery from the
+# shipped change scenarios (sim; about two minutes).
 link-elements: bootstrap
 	$(CARGO) build --release -q -p harness --bin cclab
 	./scripts/link-elements.py
