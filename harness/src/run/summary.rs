@@ -8,7 +8,7 @@ use super::results::{
     RunSummary, SlowStartMeans,
 };
 use crate::link::Backend;
-use crate::scenario::Scenario;
+use crate::scenario::{FlowSpec, Scenario};
 
 /// Student-t 97.5% quantiles for 1..30 degrees of freedom.
 const T975: [f64; 30] = [
@@ -77,7 +77,7 @@ pub fn summarize(
         bottleneck,
         jain_fairness: (!js.is_empty()).then_some(jain),
         links,
-        fct: fct_classes(sc, &reps),
+        fct: fct_classes(&specs, &reps),
         ci95: ci95([
             ("utilization", uci),
             ("queue_delay_ms_mean", qci),
@@ -275,8 +275,7 @@ pub const FCT_CLASSES: [u64; 4] = [10_000, 100_000, 1_000_000, u64::MAX];
 
 /// Completion times of the sized flows, by size class, over every
 /// repetition.
-fn fct_classes(sc: &Scenario, reps: &[RepResult]) -> Vec<super::FctClass> {
-    let flows = sc.expanded_flows();
+fn fct_classes(flows: &[(usize, &FlowSpec)], reps: &[RepResult]) -> Vec<super::FctClass> {
     if !flows.iter().any(|(_, f)| f.has_completion_time()) {
         return Vec::new();
     }
