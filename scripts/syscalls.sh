@@ -56,7 +56,7 @@ mkdir -p "$OUT"
 # counter before it has written. A count that is missing fails the run
 # rather than reading as zero.
 events="raw_syscalls:sys_enter"
-for s in sendmsg sendmmsg sendto recvmsg recvmmsg recvfrom epoll_wait epoll_pwait timerfd_settime read write futex getsockopt ppoll; do
+for s in io_uring_enter sendmsg sendmmsg sendto recvmsg recvmmsg recvfrom epoll_wait epoll_pwait timerfd_settime read write futex getsockopt ppoll; do
     events="$events,syscalls:sys_enter_$s"
 done
 wrap=$OUT/bin

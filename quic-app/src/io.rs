@@ -13,7 +13,7 @@ use crate::{Next, MAX_DATAGRAM_SIZE, MAX_MTU, PACING_SLACK};
 
 /// Most UDP payload bytes one GSO send carries (below the 65 507 an IPv4
 /// datagram can hold; 48 default-size packets).
-const MAX_GSO_BYTES: usize = 48 * MAX_DATAGRAM_SIZE;
+pub const MAX_GSO_BYTES: usize = 48 * MAX_DATAGRAM_SIZE;
 
 /// A UDP socket that sends with segmentation offload when the kernel has
 /// it and receives every queued datagram in as few system calls as the
@@ -232,63 +232,119 @@ impl Socket {
     }
 }
 
-/// Sends every packet `conn` has ready whose pacing time has come, batching
-/// equal-size packets to one destination with one ECN codepoint into GSO
-/// sends (a batch carries one IP header's codepoint). Returns when the
-/// connection has nothing more to send now, with the time pacing asks to
-/// come back, if any.
+/// Where and how one GSO batch [`Batcher::next`] gathered leaves.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch {
+    /// The destination of every datagram in it.
+    pub to: SocketAddr,
+    /// The size of every datagram but the last, which may be shorter.
+    pub segment: usize,
+    /// The ECN codepoint of every datagram in it (one IP header's).
+    pub ecn: quiche::Ecn,
+}
+
+/// Gathers a connection's packets that pacing lets leave into GSO batches:
+/// equal-size packets (the last of a batch may be shorter) to one
+/// destination with one ECN codepoint, at most `max_segments` of them and
+/// [`MAX_GSO_BYTES`]. Both socket paths send what it gathers.
+pub struct Batcher {
+    buf: Box<[u8; MAX_MTU]>,
+    /// A packet built that did not fit the last batch: it starts the next.
+    carry: Option<(usize, quiche::SendInfo)>,
+    max_segments: usize,
+    pace_until: Option<Instant>,
+}
+
+impl Batcher {
+    /// A batcher for batches of up to `max_segments` datagrams.
+    pub fn new(max_segments: usize) -> Batcher {
+        Batcher {
+            buf: Box::new([0u8; MAX_MTU]),
+            carry: None,
+            max_segments: max_segments.max(1),
+            pace_until: None,
+        }
+    }
+
+    /// Changes the most datagrams a batch may carry.
+    pub fn set_max_segments(&mut self, n: usize) {
+        self.max_segments = n.max(1);
+    }
+
+    /// Fills `out` with the next batch and says where it goes; `None` when
+    /// the connection has nothing more to send now (then
+    /// [`Batcher::pace_until`] says when pacing asks to come back).
+    pub fn next(&mut self, conn: &mut quiche::Connection, out: &mut Vec<u8>) -> Option<Batch> {
+        out.clear();
+        let mut head: Option<Batch> = None;
+        let mut count = 0;
+        loop {
+            let (n, info) = match self.carry.take() {
+                Some(c) => c,
+                None => {
+                    match crate::next_packet(conn, &mut self.buf[..], Instant::now(), PACING_SLACK)
+                    {
+                        Next::Packet(n, info) => (n, info),
+                        Next::Wait(t) => {
+                            self.pace_until = Some(t);
+                            return head;
+                        }
+                        Next::Idle => {
+                            self.pace_until = None;
+                            return head;
+                        }
+                    }
+                }
+            };
+            let b = match head {
+                None => *head.insert(Batch {
+                    to: info.to,
+                    segment: n,
+                    ecn: info.ecn,
+                }),
+                Some(b) => {
+                    let fits = b.to == info.to
+                        && b.ecn == info.ecn
+                        && n <= b.segment
+                        && count < self.max_segments
+                        && out.len() + n <= MAX_GSO_BYTES;
+                    if !fits {
+                        self.carry = Some((n, info));
+                        return head;
+                    }
+                    b
+                }
+            };
+            out.extend_from_slice(&self.buf[..n]);
+            count += 1;
+            // A short packet ends a batch; so does a full one.
+            if n < b.segment || count >= self.max_segments {
+                return head;
+            }
+        }
+    }
+
+    /// When pacing asks to come back, as the last [`Batcher::next`] that
+    /// returned `None` found.
+    pub fn pace_until(&self) -> Option<Instant> {
+        self.pace_until
+    }
+}
+
+/// Sends every packet `conn` has ready whose pacing time has come, in the
+/// GSO batches a [`Batcher`] gathers. Returns when the connection has
+/// nothing more to send now, with the time pacing asks to come back, if
+/// any.
 pub async fn flush(
     conn: &mut quiche::Connection,
     socket: &Socket,
     batch: &mut Vec<u8>,
 ) -> io::Result<Option<Instant>> {
-    let max = socket.max_segments();
-    batch.clear();
-    let mut segment = 0;
-    let mut dest: Option<SocketAddr> = None;
-    let mut ecn = quiche::Ecn::NotEct;
-    let mut count = 0;
-    let mut pace_until = None;
-    // Room for the largest payload `set_mtu` allows.
-    let mut buf = [0u8; MAX_MTU];
-    loop {
-        let (n, info) = match crate::next_packet(conn, &mut buf, Instant::now(), PACING_SLACK) {
-            Next::Packet(n, info) => (n, info),
-            Next::Wait(t) => {
-                pace_until = Some(t);
-                break;
-            }
-            Next::Idle => break,
-        };
-        let fits = dest == Some(info.to)
-            && ecn == info.ecn
-            && n <= segment
-            && count < max
-            && batch.len() + n <= MAX_GSO_BYTES;
-        if !fits && !batch.is_empty() {
-            socket.send(dest.unwrap(), batch, segment, ecn).await?;
-            batch.clear();
-            count = 0;
-        }
-        if batch.is_empty() {
-            dest = Some(info.to);
-            ecn = info.ecn;
-            segment = n;
-        }
-        batch.extend_from_slice(&buf[..n]);
-        count += 1;
-        // A short packet ends a GSO batch.
-        if n < segment {
-            socket.send(info.to, batch, segment, ecn).await?;
-            batch.clear();
-            count = 0;
-        }
-    }
-    if let (false, Some(to)) = (batch.is_empty(), dest) {
+    let mut batcher = Batcher::new(socket.max_segments());
+    while let Some(Batch { to, segment, ecn }) = batcher.next(conn, batch) {
         socket.send(to, batch, segment, ecn).await?;
-        batch.clear();
     }
-    Ok(pace_until)
+    Ok(batcher.pace_until())
 }
 
 /// The ECN codepoint of the datagrams a receive returned (quinn-udp reads

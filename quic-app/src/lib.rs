@@ -20,6 +20,8 @@ pub mod qlog_file;
 pub mod rate;
 pub mod server;
 pub mod transport;
+#[cfg(feature = "tokio")]
+pub mod uring;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use cc_algorithms::Controller;
 use quic_app::client::{ClientApp, ClientSettings};
 use quic_app::io::{flush, Socket};
+use quic_app::uring::{Event, IoMode, Ring};
 use quic_app::{QlogLevel, MAX_DATAGRAM_SIZE};
 
 /// What to transfer.
@@ -55,6 +56,9 @@ pub struct ClientConfig {
     /// support, and a sender's ECN validation fails (RFC 9000, Section
     /// 13.4.2).
     pub ignore_ecn: bool,
+    /// The socket path: io_uring (one system call per wake-up) or tokio's
+    /// epoll reactor ([`IoMode`]).
+    pub io: IoMode,
 }
 
 /// Bad input, found before anything is sent.
@@ -121,8 +125,15 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         "[::]:0"
     }
     .parse()?;
-    let socket = Socket::bind(bind).await?;
-    let local = socket.local_addr();
+    let (socket, local) = if quic_app::uring::choose(cfg.io)? {
+        let ring = Ring::bind(bind)?;
+        let local = ring.local_addr();
+        (Path::Uring(Box::new(ring)), local)
+    } else {
+        let socket = Socket::bind(bind).await?;
+        let local = socket.local_addr();
+        (Path::Epoll(socket), local)
+    };
 
     let mut config = quic_app::base_config(quiche::h3::APPLICATION_PROTOCOL)?;
     config.verify_peer(false);
@@ -167,19 +178,65 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         url: cfg.url.to_string(),
         cc: format!("{:?}", cfg.cc),
     };
-    let mut app = ClientApp::new(conn, settings, Instant::now())?;
-    let mut rx = quic_app::io::RecvBatch::new();
-    let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
-    let mut pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
+    let app = ClientApp::new(conn, settings, Instant::now())?;
     // Ctrl-C and SIGTERM (how cclab stops a flow at its deadline) close
     // the connection properly, so both qlogs are complete (a compressed
     // one is otherwise left without the end of its zstd frame).
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let app = match socket {
+        Path::Epoll(socket) => {
+            epoll_loop(app, socket, peer, local, cfg.ignore_ecn, ctrl_c, term).await?
+        }
+        Path::Uring(ring) => {
+            // The ring's loop blocks in the kernel, so it has a thread of
+            // its own; this task only forwards a signal to it.
+            let waker = ring.waker();
+            let ignore_ecn = cfg.ignore_ecn;
+            let mut done =
+                tokio::task::spawn_blocking(move || uring_loop(app, ring, peer, local, ignore_ecn));
+            let mut interrupted = false;
+            loop {
+                tokio::select! {
+                    r = &mut done => break r??,
+                    _ = &mut ctrl_c, if !interrupted => {
+                        interrupted = true;
+                        waker.wake();
+                    }
+                    _ = term.recv(), if !interrupted => {
+                        interrupted = true;
+                        waker.wake();
+                    }
+                }
+            }
+        }
+    };
+    Ok(app.report(Instant::now(), qlog))
+}
+
+/// The two socket paths ([`IoMode`]).
+enum Path {
+    Epoll(Socket),
+    Uring(Box<Ring>),
+}
+
+/// The transfer on tokio's epoll reactor: a wake-up for every datagram,
+/// timer expiry or signal, each followed by a paced flush.
+async fn epoll_loop(
+    mut app: ClientApp,
+    socket: Socket,
+    peer: SocketAddr,
+    local: SocketAddr,
+    ignore_ecn: bool,
+    mut ctrl_c: std::pin::Pin<&mut impl std::future::Future<Output = std::io::Result<()>>>,
+    mut term: tokio::signal::unix::Signal,
+) -> anyhow::Result<ClientApp> {
+    let mut rx = quic_app::io::RecvBatch::new();
+    let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
+    let mut pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
     let mut interrupted = false;
     let mut timer = quic_app::io::Timer::new()?;
-
     loop {
         let wake = [app.timeout(), pace_until].into_iter().flatten().min();
         tokio::select! {
@@ -189,7 +246,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
                 let mut n = n?;
                 loop {
                     rx.for_each(|d, from, ecn| {
-                        let ecn = if cfg.ignore_ecn { quiche::Ecn::NotEct } else { ecn };
+                        let ecn = if ignore_ecn { quiche::Ecn::NotEct } else { ecn };
                         if from == peer {
                             app.recv(d, quiche::RecvInfo { from, to: local }, ecn);
                         }
@@ -212,11 +269,52 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         }
         app.process(Instant::now());
         if app.is_closed() {
-            break;
+            return Ok(app);
         }
         pace_until = flush(app.conn_mut(), &socket, &mut batch).await?;
     }
-    Ok(app.report(Instant::now(), qlog))
+}
+
+/// The transfer on an io_uring: one system call per wake-up hands the
+/// kernel the packets of the last flush and waits for the next datagram,
+/// deadline or signal ([`Ring::wait`]).
+fn uring_loop(
+    mut app: ClientApp,
+    mut ring: Box<Ring>,
+    peer: SocketAddr,
+    local: SocketAddr,
+    ignore_ecn: bool,
+) -> anyhow::Result<ClientApp> {
+    let mut pace_until = ring.flush(app.conn_mut())?;
+    let mut interrupted = false;
+    loop {
+        let wake = [app.timeout(), pace_until].into_iter().flatten().min();
+        ring.wait(wake, |ev| match ev {
+            Event::Datagram(d, from, ecn) => {
+                let ecn = if ignore_ecn { quiche::Ecn::NotEct } else { ecn };
+                if from == peer {
+                    app.recv(d, quiche::RecvInfo { from, to: local }, ecn);
+                }
+            }
+            Event::Wake => {
+                if !interrupted {
+                    interrupted = true;
+                    app.interrupt();
+                }
+            }
+        })?;
+        if let Some(e) = ring.take_send_error() {
+            return Err(e.into());
+        }
+        app.process(Instant::now());
+        if app.is_closed() {
+            // What the last flush queued (the CONNECTION_CLOSE) leaves
+            // before the ring is dropped.
+            ring.wait(Some(Instant::now()), |_| {})?;
+            return Ok(app);
+        }
+        pace_until = ring.flush(app.conn_mut())?;
+    }
 }
 
 #[cfg(test)]

@@ -122,6 +122,7 @@ fn signal_closes_the_connection_and_both_qlogs_are_complete(signal: &str) {
             verbose: false,
             mtu: None,
             transport: Default::default(),
+            io: Default::default(),
         }))
         .unwrap();
     let addr = server.local_addr();

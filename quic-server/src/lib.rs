@@ -25,6 +25,7 @@ use quic_app::server::{ServerApp, ServerSettings};
 use quic_app::QlogLevel;
 
 use quic_app::io::{flush, Socket};
+use quic_app::uring::{Event, IoMode, Ring};
 use quic_app::MAX_DATAGRAM_SIZE;
 
 /// How the server is set up.
@@ -54,12 +55,21 @@ pub struct ServerConfig {
     pub mtu: Option<usize>,
     /// ACK policy and small packets ([`quic_app::transport`]).
     pub transport: quic_app::transport::Transport,
+    /// The socket path: io_uring (one system call per wake-up) or tokio's
+    /// epoll reactor ([`IoMode`]).
+    pub io: IoMode,
 }
 
 /// The server.
 pub struct Server {
-    socket: Socket,
+    socket: Path,
     app: ServerApp,
+}
+
+/// The two socket paths ([`IoMode`]).
+enum Path {
+    Epoll(Socket),
+    Uring(Box<Ring>),
 }
 
 impl Server {
@@ -84,7 +94,11 @@ impl Server {
         if let Some(mtu) = settings.mtu {
             quic_app::set_mtu(&mut config, mtu).map_err(|e| anyhow::anyhow!("mtu: {e}"))?;
         }
-        let socket = Socket::bind(settings.listen).await?;
+        let socket = if quic_app::uring::choose(settings.io)? {
+            Path::Uring(Box::new(Ring::bind(settings.listen)?))
+        } else {
+            Path::Epoll(Socket::bind(settings.listen).await?)
+        };
         let mut cid_key = [0u8; 32];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut cid_key)
             .map_err(|_| anyhow::anyhow!("no system randomness"))?;
@@ -104,7 +118,10 @@ impl Server {
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.socket.local_addr()
+        match &self.socket {
+            Path::Epoll(s) => s.local_addr(),
+            Path::Uring(r) => r.local_addr(),
+        }
     }
 
     /// Turns address validation with Retry (RFC 9000 §8.1.2) on or off
@@ -117,67 +134,128 @@ impl Server {
 
     /// Serves until `shutdown` completes, then closes every connection and
     /// flushes their qlog files. Returns the counters.
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) -> anyhow::Result<ServerStats> {
-        tokio::pin!(shutdown);
-        let mut rx = quic_app::io::RecvBatch::new();
-        let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
-        let local = self.socket.local_addr();
-        let mut timer = quic_app::io::Timer::new()?;
-        // Once shutting down: close every connection, and keep serving until
-        // they are closed (so their qlogs end with connection_closed), at
-        // most this long.
-        let mut closing: Option<Instant> = None;
-        loop {
-            if let Some(deadline) = closing {
-                if self.app.is_empty() || Instant::now() >= deadline {
-                    break;
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<ServerStats> {
+        let Server { socket, app } = self;
+        match socket {
+            Path::Epoll(socket) => epoll_loop(app, socket, shutdown).await,
+            Path::Uring(ring) => {
+                // The ring's loop blocks in the kernel, so it has a thread
+                // of its own; this task only tells it when to shut down.
+                let waker = ring.waker();
+                let mut done = tokio::task::spawn_blocking(move || uring_loop(app, ring));
+                tokio::select! {
+                    r = &mut done => return r?,
+                    _ = shutdown => waker.wake(),
                 }
-            }
-            let wake = [self.app.timeout(), closing].into_iter().flatten().min();
-            tokio::select! {
-                biased;
-                _ = &mut shutdown, if closing.is_none() => {
-                    self.app.shut_down();
-                    closing = Some(Instant::now() + Duration::from_secs(2));
-                }
-                n = self.socket.recv_batch(&mut rx) => {
-                    // One call read what was queued; a full batch may have
-                    // left more: read on without waiting, a few batches at
-                    // most before sending.
-                    let mut n = n?;
-                    for round in 1..=4 {
-                        self.on_datagrams(&mut rx, local);
-                        if n < rx.capacity() || round == 4 {
-                            break;
-                        }
-                        n = self.socket.try_recv_batch(&mut rx)?;
-                    }
-                }
-                _ = timer.sleep_until(wake) => {}
-            }
-            self.app.process(Instant::now());
-            while let Some(p) = self.app.pop_stateless() {
-                // Stateless packets are unreliable by design: a client whose
-                // Version Negotiation or Retry is lost tries again.
-                let _ = self
-                    .socket
-                    .send(p.to, &p.data, p.data.len(), quiche::Ecn::NotEct)
-                    .await;
-            }
-            for peer in self.app.peers_mut() {
-                // One peer's send failure must not stop the server; QUIC
-                // recovers from the lost packets.
-                peer.pace_until = flush(&mut peer.conn, &self.socket, &mut batch)
-                    .await
-                    .unwrap_or(None);
+                done.await?
             }
         }
-        Ok(self.app.stats())
     }
+}
 
-    fn on_datagrams(&mut self, rx: &mut quic_app::io::RecvBatch, local: SocketAddr) {
-        let now = Instant::now();
-        let app = &mut self.app;
-        rx.for_each(|d, from, ecn| app.recv(d, from, local, ecn, now));
+/// How long a server that shuts down keeps serving for its connections to
+/// close (so their qlogs end with connection_closed), at most.
+const CLOSING: Duration = Duration::from_secs(2);
+
+/// Serving on tokio's epoll reactor.
+async fn epoll_loop(
+    mut app: ServerApp,
+    socket: Socket,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<ServerStats> {
+    tokio::pin!(shutdown);
+    let mut rx = quic_app::io::RecvBatch::new();
+    let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
+    let local = socket.local_addr();
+    let mut timer = quic_app::io::Timer::new()?;
+    let mut closing: Option<Instant> = None;
+    loop {
+        if let Some(deadline) = closing {
+            if app.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+        }
+        let wake = [app.timeout(), closing].into_iter().flatten().min();
+        tokio::select! {
+            biased;
+            _ = &mut shutdown, if closing.is_none() => {
+                app.shut_down();
+                closing = Some(Instant::now() + CLOSING);
+            }
+            n = socket.recv_batch(&mut rx) => {
+                // One call read what was queued; a full batch may have
+                // left more: read on without waiting, a few batches at
+                // most before sending.
+                let mut n = n?;
+                for round in 1..=4 {
+                    let now = Instant::now();
+                    rx.for_each(|d, from, ecn| app.recv(d, from, local, ecn, now));
+                    if n < rx.capacity() || round == 4 {
+                        break;
+                    }
+                    n = socket.try_recv_batch(&mut rx)?;
+                }
+            }
+            _ = timer.sleep_until(wake) => {}
+        }
+        app.process(Instant::now());
+        while let Some(p) = app.pop_stateless() {
+            // Stateless packets are unreliable by design: a client whose
+            // Version Negotiation or Retry is lost tries again.
+            let _ = socket
+                .send(p.to, &p.data, p.data.len(), quiche::Ecn::NotEct)
+                .await;
+        }
+        for peer in app.peers_mut() {
+            // One peer's send failure must not stop the server; QUIC
+            // recovers from the lost packets.
+            peer.pace_until = flush(&mut peer.conn, &socket, &mut batch)
+                .await
+                .unwrap_or(None);
+        }
     }
+    Ok(app.stats())
+}
+
+/// Serving on an io_uring: one system call per wake-up hands the kernel
+/// the packets of the last flush and waits for the next datagram,
+/// deadline or shutdown ([`Ring::wait`]).
+fn uring_loop(mut app: ServerApp, mut ring: Box<Ring>) -> anyhow::Result<ServerStats> {
+    let local = ring.local_addr();
+    let mut closing: Option<Instant> = None;
+    loop {
+        if let Some(deadline) = closing {
+            if app.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+        }
+        let wake = [app.timeout(), closing].into_iter().flatten().min();
+        let mut shut = false;
+        // The time the wait ended, read at the first datagram.
+        let mut now = None;
+        ring.wait(wake, |ev| match ev {
+            Event::Datagram(d, from, ecn) => {
+                let now = *now.get_or_insert_with(Instant::now);
+                app.recv(d, from, local, ecn, now)
+            }
+            Event::Wake => shut = true,
+        })?;
+        if shut && closing.is_none() {
+            app.shut_down();
+            closing = Some(Instant::now() + CLOSING);
+        }
+        // Send errors are the peers' business, as on the epoll path: QUIC
+        // recovers what was lost.
+        let _ = ring.take_send_error();
+        app.process(Instant::now());
+        while let Some(p) = app.pop_stateless() {
+            ring.send(p.to, &p.data, p.data.len(), quiche::Ecn::NotEct)?;
+        }
+        for peer in app.peers_mut() {
+            peer.pace_until = ring.flush(&mut peer.conn).unwrap_or(None);
+        }
+    }
+    // What the last flush queued leaves before the ring is dropped.
+    ring.wait(Some(Instant::now()), |_| {})?;
+    Ok(app.stats())
 }

@@ -23,6 +23,7 @@ fn config() -> ServerConfig {
         verbose: false,
         mtu: None,
         transport: Default::default(),
+        io: Default::default(),
     }
 }
 

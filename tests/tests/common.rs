@@ -36,6 +36,16 @@ pub async fn start_server_with_limit(
     qlog_dir: Option<&Path>,
     max_connections: usize,
 ) -> Running {
+    start_server_with(cc, qlog_dir, max_connections, quic_app::uring::IoMode::Auto).await
+}
+
+/// A server on the socket path `io`.
+pub async fn start_server_with(
+    cc: &str,
+    qlog_dir: Option<&Path>,
+    max_connections: usize,
+    io: quic_app::uring::IoMode,
+) -> Running {
     let server = Server::bind(ServerConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         cc: cc_algorithms::parse(cc).unwrap(),
@@ -48,6 +58,7 @@ pub async fn start_server_with_limit(
         verbose: false,
         mtu: None,
         transport: Default::default(),
+        io,
     })
     .await
     .expect("server binds");
@@ -80,6 +91,7 @@ pub fn client_config(url: &str) -> ClientConfig {
         mtu: None,
         transport: Default::default(),
         ignore_ecn: false,
+        io: Default::default(),
     }
 }
 

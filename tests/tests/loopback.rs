@@ -156,3 +156,28 @@ async fn connection_limit_refuses_extra_clients() {
     let stats = server.stop().await;
     assert!(stats.refused > 0, "{stats:?}");
 }
+
+/// Each socket path, io_uring and epoll, serves and downloads, with the
+/// other at the far end (so neither only talks to itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_socket_path_transfers_with_the_other_at_the_far_end() {
+    use quic_app::uring::IoMode;
+    if let Err(why) = quic_app::uring::available() {
+        test_support::skip(&format!("io_uring: {why}"));
+        return;
+    }
+    for (server_io, client_io) in [
+        (IoMode::Uring, IoMode::Epoll),
+        (IoMode::Epoll, IoMode::Uring),
+    ] {
+        let server = start_server_with("newreno", None, 10, server_io).await;
+        let n = 5_000_000u64;
+        let mut cfg = client_config(&format!("https://{}/bytes/{n}", server.addr));
+        cfg.io = client_io;
+        let r = quic_client::run(cfg).await.unwrap();
+        let stats = server.stop().await;
+        assert!(r.complete, "server {server_io}, client {client_io}: {r:?}");
+        assert_eq!(r.bytes, n, "server {server_io}, client {client_io}");
+        assert_eq!(stats.accepted, 1);
+    }
+}

@@ -85,6 +85,12 @@ struct Args {
     /// support would, and an ECN-capable server's validation fails.
     #[arg(long)]
     ignore_ecn: bool,
+    /// The socket path: `uring` (io_uring, one system call per wake-up),
+    /// `epoll` (tokio's reactor, about three per datagram), or `auto`
+    /// (io_uring where the kernel offers it). The environment variable
+    /// QUIC_IO sets the default.
+    #[arg(long, env = "QUIC_IO", default_value = "auto")]
+    io: quic_app::uring::IoMode,
 }
 
 fn seconds(name: &str, v: f64) -> Result<Duration, String> {
@@ -151,6 +157,7 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
             pacing: args.pacing,
         },
         ignore_ecn: args.ignore_ecn,
+        io: args.io,
     })
 }
 

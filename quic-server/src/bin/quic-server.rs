@@ -82,6 +82,12 @@ struct Args {
     /// connection. Off by default.
     #[arg(long)]
     retry: bool,
+    /// The socket path: `uring` (io_uring, one system call per wake-up),
+    /// `epoll` (tokio's reactor, about three per datagram), or `auto`
+    /// (io_uring where the kernel offers it). The environment variable
+    /// QUIC_IO sets the default.
+    #[arg(long, env = "QUIC_IO", default_value = "auto")]
+    io: quic_app::uring::IoMode,
 }
 
 fn main() -> ExitCode {
@@ -148,6 +154,7 @@ fn main() -> ExitCode {
             small_packets: args.small_packets,
             pacing: args.pacing,
         },
+        io: args.io,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
