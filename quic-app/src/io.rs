@@ -243,14 +243,20 @@ pub struct Batch {
     pub ecn: quiche::Ecn,
 }
 
+/// Bytes of a buffer [`Batcher::next`] builds a batch in: the most a batch
+/// carries and room to build one more packet past it.
+pub const BATCH_BYTES: usize = MAX_GSO_BYTES + MAX_MTU;
+
 /// Gathers a connection's packets that pacing lets leave into GSO batches:
 /// equal-size packets (the last of a batch may be shorter) to one
 /// destination with one ECN codepoint, at most `max_segments` of them and
-/// [`MAX_GSO_BYTES`]. Both socket paths send what it gathers.
+/// [`MAX_GSO_BYTES`]. Packets are built where they are sent from; only one
+/// that does not fit a batch is copied, to start the next. Both socket
+/// paths send what it gathers.
 pub struct Batcher {
-    buf: Box<[u8; MAX_MTU]>,
     /// A packet built that did not fit the last batch: it starts the next.
-    carry: Option<(usize, quiche::SendInfo)>,
+    carry: Box<[u8; MAX_MTU]>,
+    carried: Option<(usize, quiche::SendInfo)>,
     max_segments: usize,
     pace_until: Option<Instant>,
 }
@@ -259,8 +265,8 @@ impl Batcher {
     /// A batcher for batches of up to `max_segments` datagrams.
     pub fn new(max_segments: usize) -> Batcher {
         Batcher {
-            buf: Box::new([0u8; MAX_MTU]),
-            carry: None,
+            carry: Box::new([0u8; MAX_MTU]),
+            carried: None,
             max_segments: max_segments.max(1),
             pace_until: None,
         }
@@ -271,30 +277,45 @@ impl Batcher {
         self.max_segments = n.max(1);
     }
 
-    /// Fills `out` with the next batch and says where it goes; `None` when
-    /// the connection has nothing more to send now (then
+    /// Builds the next batch at the start of `out` (at least
+    /// [`BATCH_BYTES`] long) and says where it goes and how many bytes it
+    /// has; `None` when the connection has nothing more to send now (then
     /// [`Batcher::pace_until`] says when pacing asks to come back).
-    pub fn next(&mut self, conn: &mut quiche::Connection, out: &mut Vec<u8>) -> Option<Batch> {
-        out.clear();
+    pub fn next(
+        &mut self,
+        conn: &mut quiche::Connection,
+        out: &mut [u8],
+    ) -> Option<(Batch, usize)> {
+        assert!(
+            out.len() >= BATCH_BYTES,
+            "a batch buffer of {} bytes",
+            out.len()
+        );
         let mut head: Option<Batch> = None;
+        let mut len = 0;
         let mut count = 0;
         loop {
-            let (n, info) = match self.carry.take() {
-                Some(c) => c,
-                None => {
-                    match crate::next_packet(conn, &mut self.buf[..], Instant::now(), PACING_SLACK)
-                    {
-                        Next::Packet(n, info) => (n, info),
-                        Next::Wait(t) => {
-                            self.pace_until = Some(t);
-                            return head;
-                        }
-                        Next::Idle => {
-                            self.pace_until = None;
-                            return head;
-                        }
-                    }
+            let (n, info) = match self.carried.take() {
+                Some((n, info)) => {
+                    out[..n].copy_from_slice(&self.carry[..n]);
+                    (n, info)
                 }
+                None => match crate::next_packet(
+                    conn,
+                    &mut out[len..len + MAX_MTU],
+                    Instant::now(),
+                    PACING_SLACK,
+                ) {
+                    Next::Packet(n, info) => (n, info),
+                    Next::Wait(t) => {
+                        self.pace_until = Some(t);
+                        return head.map(|b| (b, len));
+                    }
+                    Next::Idle => {
+                        self.pace_until = None;
+                        return head.map(|b| (b, len));
+                    }
+                },
             };
             let b = match head {
                 None => *head.insert(Batch {
@@ -307,19 +328,20 @@ impl Batcher {
                         && b.ecn == info.ecn
                         && n <= b.segment
                         && count < self.max_segments
-                        && out.len() + n <= MAX_GSO_BYTES;
+                        && len + n <= MAX_GSO_BYTES;
                     if !fits {
-                        self.carry = Some((n, info));
-                        return head;
+                        self.carry[..n].copy_from_slice(&out[len..len + n]);
+                        self.carried = Some((n, info));
+                        return Some((b, len));
                     }
                     b
                 }
             };
-            out.extend_from_slice(&self.buf[..n]);
+            len += n;
             count += 1;
             // A short packet ends a batch; so does a full one.
             if n < b.segment || count >= self.max_segments {
-                return head;
+                return Some((b, len));
             }
         }
     }
@@ -332,17 +354,20 @@ impl Batcher {
 }
 
 /// Sends every packet `conn` has ready whose pacing time has come, in the
-/// GSO batches a [`Batcher`] gathers. Returns when the connection has
-/// nothing more to send now, with the time pacing asks to come back, if
-/// any.
+/// GSO batches a [`Batcher`] gathers (built in `batch`, grown to
+/// [`BATCH_BYTES`] if shorter). Returns when the connection has nothing
+/// more to send now, with the time pacing asks to come back, if any.
 pub async fn flush(
     conn: &mut quiche::Connection,
     socket: &Socket,
     batch: &mut Vec<u8>,
 ) -> io::Result<Option<Instant>> {
+    if batch.len() < BATCH_BYTES {
+        batch.resize(BATCH_BYTES, 0);
+    }
     let mut batcher = Batcher::new(socket.max_segments());
-    while let Some(Batch { to, segment, ecn }) = batcher.next(conn, batch) {
-        socket.send(to, batch, segment, ecn).await?;
+    while let Some((Batch { to, segment, ecn }, len)) = batcher.next(conn, batch) {
+        socket.send(to, &batch[..len], segment, ecn).await?;
     }
     Ok(batcher.pace_until())
 }

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, types, IoUring};
 use quinn_udp::{UdpSockRef, UdpSocketState};
 
-use crate::io::{Batch, Batcher, MAX_GSO_BYTES};
+use crate::io::{Batch, Batcher, BATCH_BYTES};
 
 /// Receive requests kept waiting.
 pub const RECV_SLOTS: usize = 32;
@@ -121,7 +121,9 @@ struct SendSlot {
     iov: libc::iovec,
     name: libc::sockaddr_storage,
     ctrl: [u64; CTRL_WORDS],
-    buf: Vec<u8>,
+    /// [`BATCH_BYTES`] long; the send's bytes are its first `len`.
+    buf: Box<[u8]>,
+    len: usize,
     segment: usize,
 }
 
@@ -151,9 +153,10 @@ pub struct Ring {
     send_error: Option<io::Error>,
     /// Sends that failed (every kind, refused destinations included).
     pub send_failures: u64,
-    /// Scratch for one batch of packets.
-    batch: Vec<u8>,
     batcher: Batcher,
+    /// The ring was made disabled, to be enabled by the thread that uses
+    /// it (its single issuer), and that has not happened yet.
+    disabled: bool,
 }
 
 // SAFETY: the raw pointers in the slots point into memory the Ring owns
@@ -273,7 +276,7 @@ impl Ring {
             .max_gso_segments()
             .clamp(1, u16::MAX as usize / crate::MAX_DATAGRAM_SIZE);
         let local = socket.local_addr()?;
-        let ring = IoUring::builder().build(256)?;
+        let (ring, deferred) = new_ring()?;
         if !ring.params().is_feature_ext_arg() {
             return Err(io::Error::other(
                 "this kernel's io_uring cannot wait with a timeout (Linux 5.11 or later)",
@@ -304,7 +307,8 @@ impl Ring {
                 iov: unsafe { std::mem::zeroed() },
                 name: unsafe { std::mem::zeroed() },
                 ctrl: [0; CTRL_WORDS],
-                buf: Vec::with_capacity(MAX_GSO_BYTES),
+                buf: vec![0u8; BATCH_BYTES].into_boxed_slice(),
+                len: 0,
                 segment: 0,
             })
             .collect();
@@ -328,16 +332,13 @@ impl Ring {
             wake_buf: Box::new(0),
             send_error: None,
             send_failures: 0,
-            batch: Vec::with_capacity(MAX_GSO_BYTES),
             batcher: Batcher::new(max_segments),
+            disabled: deferred,
         };
         for i in 0..RECV_SLOTS {
             r.arm_recv(i)?;
         }
         r.arm_wake()?;
-        // Submitted once now, so that a kernel that refuses the requests
-        // (a seccomp filter, say) is found here and not in the first wait.
-        r.ring.submit()?;
         Ok(r)
     }
 
@@ -356,6 +357,16 @@ impl Ring {
         self.max_segments
     }
 
+    /// Enables a ring made disabled: the calling thread becomes its only
+    /// submitter.
+    fn enable(&mut self) -> io::Result<()> {
+        if self.disabled {
+            self.ring.submitter().register_enable_rings()?;
+            self.disabled = false;
+        }
+        Ok(())
+    }
+
     fn push(&mut self, e: &io_uring::squeue::Entry) -> io::Result<()> {
         loop {
             // SAFETY: every entry we push points into memory the Ring owns
@@ -364,6 +375,7 @@ impl Ring {
                 return Ok(());
             }
             // The queue is full: hand it to the kernel (no wait).
+            self.enable()?;
             self.ring.submit()?;
         }
     }
@@ -402,10 +414,21 @@ impl Ring {
         Ok(())
     }
 
+    /// A free send slot, waiting for one when every slot is in flight.
+    fn free_slot(&mut self) -> io::Result<usize> {
+        while self.free_send.is_empty() {
+            // Submit and wait for a send to complete.
+            self.enable()?;
+            self.ring.submit_and_wait(1)?;
+            self.reap()?;
+        }
+        Ok(self.free_send.pop().expect("a free slot"))
+    }
+
     /// Queues `contents` (segments of `segment` bytes, the last may be
-    /// shorter) to `to` with `ecn` in each datagram's IP header. It leaves
-    /// with the next [`Ring::wait`] (or sooner, when every send slot is
-    /// taken and one must be freed).
+    /// shorter; at most [`crate::io::MAX_GSO_BYTES`]) to `to` with `ecn` in
+    /// each datagram's IP header. It leaves with the next [`Ring::wait`]
+    /// (or sooner, when every send slot is taken and one must be freed).
     pub fn send(
         &mut self,
         to: SocketAddr,
@@ -413,22 +436,30 @@ impl Ring {
         segment: usize,
         ecn: quiche::Ecn,
     ) -> io::Result<()> {
-        while self.free_send.is_empty() {
-            // Every slot is in flight: submit and wait for one back.
-            self.ring.submit_and_wait(1)?;
-            self.reap()?;
-        }
-        let i = self.free_send.pop().expect("a free slot");
+        let i = self.free_slot()?;
+        let n = contents.len().min(BATCH_BYTES);
+        self.send[i].buf[..n].copy_from_slice(&contents[..n]);
+        self.submit_slot(i, n, to, segment, ecn)
+    }
+
+    /// Queues the send of slot `i`'s first `len` bytes.
+    fn submit_slot(
+        &mut self,
+        i: usize,
+        len: usize,
+        to: SocketAddr,
+        segment: usize,
+        ecn: quiche::Ecn,
+    ) -> io::Result<()> {
         let v6 = self.v6;
         let s = &mut self.send[i];
-        s.buf.clear();
-        s.buf.extend_from_slice(contents);
+        s.len = len;
         s.segment = segment;
         let (name, namelen) = storage_of(to, v6);
         s.name = name;
         s.iov = libc::iovec {
             iov_base: s.buf.as_mut_ptr().cast(),
-            iov_len: s.buf.len(),
+            iov_len: len,
         };
         s.hdr.msg_name = (&mut s.name as *mut libc::sockaddr_storage).cast();
         s.hdr.msg_namelen = namelen;
@@ -457,7 +488,7 @@ impl Ring {
                 used += libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
                 c = libc::CMSG_NXTHDR(&s.hdr, c);
             }
-            if contents.len() > segment && !c.is_null() {
+            if len > segment && !c.is_null() {
                 (*c).cmsg_level = libc::SOL_UDP;
                 (*c).cmsg_type = libc::UDP_SEGMENT;
                 (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
@@ -478,23 +509,33 @@ impl Ring {
     }
 
     /// Sends every packet `conn` has ready whose pacing time has come, in
-    /// GSO batches as [`crate::io::flush`] does; returns the time pacing
-    /// asks to come back, if any. The packets leave with the next wait.
+    /// GSO batches as [`crate::io::flush`] does, each built in the send
+    /// slot it leaves from; returns the time pacing asks to come back, if
+    /// any. The packets leave with the next wait.
     pub fn flush(&mut self, conn: &mut quiche::Connection) -> io::Result<Option<Instant>> {
-        let mut batch = std::mem::take(&mut self.batch);
-        let mut batcher = std::mem::replace(&mut self.batcher, Batcher::new(1));
-        batcher.set_max_segments(self.max_segments);
-        let mut r = Ok(());
-        while let Some(Batch { to, segment, ecn }) = batcher.next(conn, &mut batch) {
-            if let Err(e) = self.send(to, &batch, segment, ecn) {
-                r = Err(e);
-                break;
+        self.batcher.set_max_segments(self.max_segments);
+        let mut batches = 0;
+        loop {
+            let i = self.free_slot()?;
+            match self.batcher.next(conn, &mut self.send[i].buf) {
+                Some((Batch { to, segment, ecn }, len)) => {
+                    // A flush of several batches hands each to the kernel
+                    // as the next is built, so that the peer can work on
+                    // the first while this end builds the rest; the last
+                    // (and a lone one: the usual case on a shaped link)
+                    // leaves with the wait.
+                    if batches > 0 {
+                        self.ring.submit()?;
+                    }
+                    self.submit_slot(i, len, to, segment, ecn)?;
+                    batches += 1;
+                }
+                None => {
+                    self.free_send.push(i);
+                    return Ok(self.batcher.pace_until());
+                }
             }
         }
-        let pace = batcher.pace_until();
-        self.batch = batch;
-        self.batcher = batcher;
-        r.map(|()| pace)
     }
 
     /// The first send error since the last call, other than a refused
@@ -513,6 +554,7 @@ impl Ring {
         deadline: Option<Instant>,
         mut f: impl FnMut(Event<'_>),
     ) -> io::Result<()> {
+        self.enable()?;
         self.reap()?;
         // Completions already there (reaped while a send waited for a
         // free slot) are handed over without waiting.
@@ -528,14 +570,12 @@ impl Ring {
         let r = match deadline {
             None => self.ring.submit_and_wait(want),
             Some(t) => {
+                // A deadline already passed waits for nothing, but still
+                // runs the kernel's deferred completions.
                 let d = t.saturating_duration_since(Instant::now());
-                if d.is_zero() {
-                    self.ring.submit()
-                } else {
-                    let ts = types::Timespec::from(d);
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(want, &args)
-                }
+                let ts = types::Timespec::from(d);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(want, &args)
             }
         };
         match r {
@@ -573,7 +613,7 @@ impl Ring {
                     if res < 0 {
                         self.send_failures += 1;
                         let e = io::Error::from_raw_os_error(-res);
-                        let gso = self.send[i].buf.len() > self.send[i].segment;
+                        let gso = self.send[i].len > self.send[i].segment;
                         if gso && (quinn_udp::is_msg_size_err(&e) || -res == libc::EIO) {
                             // The path refuses segmentation offload: send
                             // one datagram at a time from now on; QUIC
@@ -634,6 +674,10 @@ impl Drop for Ring {
     /// freed; if that does not finish within a second, the slots are
     /// leaked instead.
     fn drop(&mut self) {
+        if self.disabled {
+            // Never enabled: nothing was submitted.
+            return;
+        }
         for i in 0..RECV_SLOTS {
             let e = opcode::AsyncCancel::new(KIND_RECV | i as u64)
                 .build()
@@ -670,6 +714,27 @@ impl Drop for Ring {
         }
         let _ = &self.socket;
     }
+}
+
+/// A ring of 256 entries whose completions run only when its user waits
+/// for them (`IORING_SETUP_DEFER_TASKRUN`, Linux 6.1; made disabled, so
+/// that the thread that enables it becomes its single issuer), else one
+/// that runs them at the next transition to the kernel without
+/// interrupting the thread (`COOP_TASKRUN`, 5.19), else a plain one.
+/// Says whether the ring is disabled.
+fn new_ring() -> io::Result<(IoUring, bool)> {
+    if let Ok(r) = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_r_disabled()
+        .build(256)
+    {
+        return Ok((r, true));
+    }
+    if let Ok(r) = IoUring::builder().setup_coop_taskrun().build(256) {
+        return Ok((r, false));
+    }
+    Ok((IoUring::builder().build(256)?, false))
 }
 
 /// Whether io_uring is usable here: a ring can be made and a request
