@@ -14,13 +14,27 @@ use super::engine::{create_logs, topology, LinkCore};
 use super::monotonic_ns;
 use super::packet::{Ecn, Packet};
 use super::sockets::{
-    bind_listeners, realtime_ns, send_batch, upstream_socket, Outgoing, RecvBatch, BATCH,
+    bind_listeners, gso_supported, realtime_ns, send_batch, upstream_socket, Outgoing, RecvBatch,
+    BATCH, MAX_SEGMENTS,
 };
 use crate::link::Dir;
 
 /// Datagrams read from one socket per wake at most, so that a busy socket
 /// cannot starve the others or the link's deliveries.
 const READ_BOUND: usize = 256;
+
+/// One message [`Relay::deliver`] sends: datagrams of `segment` bytes (the
+/// last may be shorter) at `start..end` of its buffer.
+struct OutMsg {
+    start: usize,
+    end: usize,
+    segment: usize,
+    datagrams: usize,
+    to: Option<SocketAddr>,
+    tos: u8,
+    /// Whether a datagram of `segment` bytes or fewer may still join.
+    open: bool,
+}
 
 /// One client of one route, with its own socket towards the server.
 struct Flow {
@@ -80,6 +94,13 @@ struct Relay {
     pollfds: Vec<libc::pollfd>,
     rebuild: bool,
     rx: RecvBatch,
+    /// Whether the kernel takes segmented sends ([`gso_supported`]).
+    gso: bool,
+    /// The bytes of the messages [`Relay::deliver`] sends, back to back.
+    out_bytes: Vec<u8>,
+    /// Those messages: range in `out_bytes`, datagram size, count,
+    /// destination, TOS byte.
+    out_msgs: Vec<OutMsg>,
     send_errors: u64,
     last_arrival: [u64; 2],
     /// CLOCK_REALTIME − CLOCK_MONOTONIC, to move kernel stamps onto our
@@ -89,7 +110,11 @@ struct Relay {
 
 impl Relay {
     fn new(cfg: EmuConfig, listeners: Vec<UdpSocket>, core: LinkCore) -> Relay {
+        let gso = listeners.first().is_some_and(gso_supported);
         Relay {
+            gso,
+            out_bytes: Vec::new(),
+            out_msgs: Vec::new(),
             cfg,
             listeners,
             core,
@@ -106,40 +131,79 @@ impl Relay {
 
     /// Sends what the link has due at `t`: up to the servers, down to the
     /// clients, in the order the link gives them. Consecutive packets that
-    /// leave by the same socket go out together, up to [`BATCH`] per
-    /// `sendmmsg`; each is handed off once its batch is sent.
+    /// leave by the same socket go out together: those of one size to one
+    /// destination with one TOS byte as one segmented message (up to
+    /// [`MAX_SEGMENTS`] and 64 KiB; the last may be shorter), as a sender
+    /// with segmentation offload sends a burst; the messages up to
+    /// [`BATCH`] per `sendmmsg`. Each packet is handed off
+    /// once its message is sent.
     fn deliver(&mut self, t: u64) {
         self.core.advance(t);
-        let mut out = std::mem::take(&mut self.core.out);
+        let out = std::mem::take(&mut self.core.out);
         let mut rest = &out[..];
         while let Some((_, d, pkt)) = rest.first() {
             let (fd, v6) = self.socket_of(*d, pkt.flow);
-            let same = rest[1..]
+            let run = rest
                 .iter()
-                .take(BATCH - 1)
                 .take_while(|(_, d, p)| self.socket_of(*d, p.flow).0 == fd)
                 .count();
-            let (batch, later) = rest.split_at(1 + same);
-            let flows = &self.flows;
-            let refused = send_batch(
+            let (batch, later) = rest.split_at(run);
+            self.out_bytes.clear();
+            self.out_msgs.clear();
+            for (_, d, pkt) in batch {
+                // A listener serves many clients, so it names the one; a
+                // flow's own socket is connected to the server.
+                let to = (*d == Dir::Down).then(|| self.flows[pkt.flow as usize].client);
+                // A datagram that came (or was marked) with an ECN
+                // codepoint leaves with it.
+                let tos = pkt.ecn.bits();
+                let len = pkt.data.len();
+                let joins = self.gso
+                    && self.out_msgs.last().is_some_and(|m| {
+                        m.open
+                            && m.to == to
+                            && m.tos == tos
+                            && len <= m.segment
+                            && m.datagrams < MAX_SEGMENTS
+                            && m.end - m.start + len <= 65_000
+                    });
+                if !joins {
+                    let at = self.out_bytes.len();
+                    self.out_msgs.push(OutMsg {
+                        start: at,
+                        end: at,
+                        segment: len,
+                        datagrams: 0,
+                        to,
+                        tos,
+                        open: true,
+                    });
+                }
+                self.out_bytes.extend_from_slice(&pkt.data);
+                let m = self.out_msgs.last_mut().expect("a message");
+                m.end += len;
+                m.datagrams += 1;
+                // A shorter datagram ends a segmented message.
+                m.open = len == m.segment;
+            }
+            let bytes = &self.out_bytes;
+            self.send_errors += send_batch(
                 fd,
                 v6,
-                batch.iter().map(|(_, d, pkt)| Outgoing {
-                    data: &pkt.data,
-                    // A listener serves many clients, so it names the one;
-                    // a flow's own socket is connected to the server.
-                    to: (*d == Dir::Down).then(|| flows[pkt.flow as usize].client),
-                    // A datagram that came (or was marked) with an ECN
-                    // codepoint leaves with it.
-                    tos: pkt.ecn.bits(),
+                self.out_msgs.iter().map(|m| Outgoing {
+                    data: &bytes[m.start..m.end],
+                    to: m.to,
+                    tos: m.tos,
+                    segment: (m.datagrams > 1).then_some(m.segment as u16),
+                    datagrams: m.datagrams as u64,
                 }),
             );
-            self.send_errors += refused;
             for &(due, _, _) in batch {
                 self.core.handed_off(due);
             }
             rest = later;
         }
+        let mut out = out;
         out.clear();
         self.core.out = out;
     }
@@ -206,8 +270,10 @@ impl Relay {
         Ok(())
     }
 
-    /// Pushes the `i`th datagram of the last batch, read from the socket
-    /// of `pollfds[k]`, into its direction of the link.
+    /// Pushes the `i`th message of the last batch, read from the socket
+    /// of `pollfds[k]`, into its direction of the link: each of its
+    /// datagrams (a message the kernel coalesced is several), all with
+    /// the message's arrival stamp.
     fn accept(&mut self, k: usize, i: usize) -> Result<(), EmuError> {
         let nl = self.listeners.len();
         let r = self.rx.info(i);
@@ -229,17 +295,22 @@ impl Relay {
         } else {
             (k - nl) as u16
         };
-        let pkt = Packet {
-            data: self.rx.data(i).to_vec(),
-            flow,
-            // The route: the scenario's flow or cross source.
-            class: self.flows[flow as usize].route.min(u16::MAX as usize) as u16,
-            arrival_ns: t,
-            hop: 0,
-            ecn: Ecn::from_bits(r.tos),
-        };
         let d = if dir == 0 { Dir::Up } else { Dir::Down };
-        self.core.push(d, pkt, t);
+        // The route: the scenario's flow or cross source.
+        let class = self.flows[flow as usize].route.min(u16::MAX as usize) as u16;
+        let data = self.rx.data(i);
+        let stride = r.stride.unwrap_or(data.len()).max(1);
+        for datagram in data.chunks(stride) {
+            let pkt = Packet {
+                data: datagram.to_vec(),
+                flow,
+                class,
+                arrival_ns: t,
+                hop: 0,
+                ecn: Ecn::from_bits(r.tos),
+            };
+            self.core.push(d, pkt, t);
+        }
         Ok(())
     }
 

@@ -29,6 +29,7 @@ pub(super) fn bind_listeners(cfg: &EmuConfig) -> Result<Vec<UdpSocket>, EmuError
             s.set_nonblocking(true)?;
             set_buffers(&s);
             enable_rx_timestamps(&s);
+            enable_gro(&s);
             Ok(s)
         })
         .collect()
@@ -46,6 +47,7 @@ pub(super) fn upstream_socket(target: SocketAddr) -> io::Result<UdpSocket> {
     up.set_nonblocking(true)?;
     set_buffers(&up);
     enable_rx_timestamps(&up);
+    enable_gro(&up);
     Ok(up)
 }
 
@@ -100,6 +102,46 @@ fn enable_rx_timestamps(s: &UdpSocket) {
     }
 }
 
+/// Asks the kernel to hand over a sender's segmentation-offload batch, and
+/// a burst of equal-size datagrams from one sender, as one message
+/// (`UDP_GRO`; its control message says the size of each datagram), so that
+/// a burst costs one receive and not one per datagram. A kernel without it
+/// (before Linux 5.0) delivers them one by one, as before.
+fn enable_gro(s: &UdpSocket) {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt with an int option on a valid fd.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_GRO,
+            &on as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Whether sends on `s` may carry several datagrams of one size in one
+/// message (`UDP_SEGMENT`, Linux 4.18): the kernel accepts the option.
+pub(super) fn gso_supported(s: &UdpSocket) -> bool {
+    let off: libc::c_int = 0;
+    // SAFETY: setsockopt with an int option on a valid fd; 0 is the
+    // option's default (no segmentation unless a send asks for it).
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_SEGMENT,
+            &off as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Most datagrams one segmented send may carry (the kernel's
+/// `UDP_MAX_SEGMENTS`).
+pub(super) const MAX_SEGMENTS: usize = 64;
+
 /// Datagrams one `recvmmsg` or `sendmmsg` moves at most: more than a wake
 /// of the relay usually finds at 1 Gbit/s (some 16 per read on loopback),
 /// while the receive slots (64 KiB each, room for the largest datagram)
@@ -115,6 +157,13 @@ pub(super) struct Outgoing<'a> {
     /// The TOS or Traffic Class byte to send it with, whose two low bits
     /// are the ECN codepoint; 0 sends it plainly, as `send` would.
     pub tos: u8,
+    /// `Some(size)`: `data` is several datagrams of `size` bytes (the last
+    /// may be shorter), sent as one message the kernel splits
+    /// (`UDP_SEGMENT`); see [`gso_supported`].
+    pub segment: Option<u16>,
+    /// How many datagrams `data` is (1 without `segment`): what a refusal
+    /// counts.
+    pub datagrams: u64,
 }
 
 /// Sends `msgs` on `fd` in their order, up to [`BATCH`] per `sendmmsg`,
@@ -152,8 +201,10 @@ pub(super) fn send_batch<'a>(
         ) = unsafe { std::mem::zeroed() };
         let mut name_lens = [0 as libc::socklen_t; BATCH];
         let mut tos = [0u8; BATCH];
-        // Aligned (u64) room for one cmsg of an int per datagram.
-        let mut control = [[0u64; 4]; BATCH];
+        let mut segment = [None; BATCH];
+        let mut datagrams = [1u64; BATCH];
+        // Aligned (u64) room for two cmsgs of an int per message.
+        let mut control = [[0u64; 8]; BATCH];
         let mut n = 0;
         for m in msgs.by_ref().take(BATCH) {
             iov[n] = libc::iovec {
@@ -164,6 +215,8 @@ pub(super) fn send_batch<'a>(
                 (names[n], name_lens[n]) = std_to_sockaddr(a);
             }
             tos[n] = m.tos;
+            segment[n] = m.segment;
+            datagrams[n] = m.datagrams;
             n += 1;
         }
         if n == 0 {
@@ -184,15 +237,29 @@ pub(super) fn send_batch<'a>(
                 }
                 msg.msg_iov = iov_p.add(i);
                 msg.msg_iovlen = 1;
-                if tos[i] != 0 {
+                if tos[i] != 0 || segment[i].is_some() {
                     msg.msg_control = control_p.add(i) as *mut libc::c_void;
-                    msg.msg_controllen = libc::CMSG_SPACE(int) as usize;
-                    let c = libc::CMSG_FIRSTHDR(msg);
-                    (*c).cmsg_level = level;
-                    (*c).cmsg_type = kind;
-                    (*c).cmsg_len = libc::CMSG_LEN(int) as usize;
-                    let value = libc::c_int::from(tos[i]);
-                    std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, value);
+                    msg.msg_controllen = std::mem::size_of::<[u64; 8]>();
+                    let mut c = libc::CMSG_FIRSTHDR(msg);
+                    let mut used = 0;
+                    if tos[i] != 0 {
+                        (*c).cmsg_level = level;
+                        (*c).cmsg_type = kind;
+                        (*c).cmsg_len = libc::CMSG_LEN(int) as usize;
+                        let value = libc::c_int::from(tos[i]);
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, value);
+                        used += libc::CMSG_SPACE(int) as usize;
+                        c = libc::CMSG_NXTHDR(msg, c);
+                    }
+                    if let Some(size) = segment[i] {
+                        let two = std::mem::size_of::<u16>() as u32;
+                        (*c).cmsg_level = libc::SOL_UDP;
+                        (*c).cmsg_type = libc::UDP_SEGMENT;
+                        (*c).cmsg_len = libc::CMSG_LEN(two) as usize;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, size);
+                        used += libc::CMSG_SPACE(two) as usize;
+                    }
+                    msg.msg_controllen = used;
                 }
             }
         }
@@ -206,7 +273,7 @@ pub(super) fn send_batch<'a>(
             if sent > 0 {
                 k += sent as usize;
             } else {
-                refused += 1;
+                refused += datagrams[k];
                 k += 1;
             }
         }
@@ -272,6 +339,9 @@ pub(super) struct Received {
     pub stamp: Option<u64>,
     /// Its TOS or Traffic Class byte (0 when the kernel gave none).
     pub tos: u8,
+    /// `Some(size)`: the message is several datagrams of `size` bytes
+    /// coalesced by the kernel (`UDP_GRO`; the last may be shorter).
+    pub stride: Option<usize>,
 }
 
 /// Bytes of one receive slot: the largest UDP datagram fits.
@@ -349,12 +419,13 @@ impl RecvBatch {
         for (h, name) in hdrs[..n].iter().zip(&names) {
             // SAFETY: the kernel filled this header's control data and set
             // msg_controllen to its length.
-            let (stamp, tos) = unsafe { stamp_and_tos(&h.msg_hdr) };
+            let (stamp, tos, stride) = unsafe { stamp_and_tos(&h.msg_hdr) };
             self.got.push(Received {
                 len: h.msg_len as usize,
                 from: sockaddr_to_std(name),
                 stamp,
                 tos,
+                stride,
             });
         }
         Ok(n)
@@ -371,14 +442,15 @@ impl RecvBatch {
     }
 }
 
-/// The arrival stamp (`SO_TIMESTAMPNS`) and TOS or Traffic Class byte
-/// among the control messages of a received `msg`.
+/// The arrival stamp (`SO_TIMESTAMPNS`), TOS or Traffic Class byte and
+/// coalesced datagrams' size (`UDP_GRO`) among the control messages of a
+/// received `msg`.
 ///
 /// # Safety
 ///
 /// `msg` must hold control data the kernel wrote, `msg_controllen` bytes long.
-unsafe fn stamp_and_tos(msg: &libc::msghdr) -> (Option<u64>, u8) {
-    let (mut stamp, mut tos) = (None, 0u8);
+unsafe fn stamp_and_tos(msg: &libc::msghdr) -> (Option<u64>, u8, Option<usize>) {
+    let (mut stamp, mut tos, mut stride) = (None, 0u8, None);
     // SAFETY: the caller vouches for the control data; CMSG_NXTHDR stops
     // at its end, and each cmsg's data is read at the type its kind has.
     unsafe {
@@ -395,12 +467,16 @@ unsafe fn stamp_and_tos(msg: &libc::msghdr) -> (Option<u64>, u8) {
                 (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
                     tos = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int) as u8
                 }
+                (libc::SOL_UDP, libc::UDP_GRO) => {
+                    let size = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int);
+                    stride = usize::try_from(size).ok().filter(|&s| s > 0);
+                }
                 _ => {}
             }
             c = libc::CMSG_NXTHDR(msg, c);
         }
     }
-    (stamp, tos)
+    (stamp, tos, stride)
 }
 
 pub(super) fn realtime_ns() -> u64 {
@@ -576,6 +652,8 @@ mod tests {
                 data: &data[i],
                 to: Some(to[dest(i)]),
                 tos: TOS[i % TOS.len()],
+                segment: None,
+                datagrams: 1,
             }),
         );
         assert_eq!(refused, 0);
@@ -587,6 +665,8 @@ mod tests {
                 data: &data[i],
                 to: None,
                 tos: TOS[i % TOS.len()],
+                segment: None,
+                datagrams: 1,
             }),
         );
         assert_eq!(refused, 0);
@@ -626,6 +706,66 @@ mod tests {
     /// Datagrams the kernel refuses (too large for UDP), first in the batch
     /// and in its middle, are counted once each; the others still leave,
     /// in order.
+    /// A segmented send leaves as its datagrams: a receiver with GRO gets
+    /// them as one message whose stride and length give them back, with the
+    /// TOS byte; one without gets each datagram alone.
+    #[test]
+    fn a_segmented_send_arrives_whole_with_gro_and_datagram_by_datagram_without() {
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        if !gso_supported(&tx) {
+            test_support::skip("UDP_SEGMENT (Linux 4.18)");
+            return;
+        }
+        let mut data = Vec::new();
+        for i in 0..4u8 {
+            data.extend(std::iter::repeat_n(i, if i == 3 { 500 } else { 1200 }));
+        }
+        for gro in [true, false] {
+            let rx = receiver("127.0.0.1:0");
+            if gro {
+                enable_gro(&rx);
+            }
+            let refused = send_batch(
+                tx.as_raw_fd(),
+                false,
+                [Outgoing {
+                    data: &data,
+                    to: Some(rx.local_addr().unwrap()),
+                    tos: 2,
+                    segment: Some(1200),
+                    datagrams: 4,
+                }],
+            );
+            assert_eq!(refused, 0);
+            let mut batch = RecvBatch::new();
+            let mut got = Vec::new();
+            for _ in 0..1000 {
+                got.extend(drain(&mut batch, &rx));
+                if got.iter().map(|g| g.1.len()).sum::<usize>() >= data.len() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // Split as the relay splits: at the stride, else whole.
+            let mut datagrams = Vec::new();
+            for (r, bytes) in &got {
+                assert_eq!(r.tos, 2);
+                assert_eq!(r.from, Some(tx.local_addr().unwrap()));
+                let stride = r.stride.unwrap_or(bytes.len());
+                datagrams.extend(bytes.chunks(stride).map(<[u8]>::to_vec));
+            }
+            let sizes: Vec<usize> = datagrams.iter().map(Vec::len).collect();
+            assert_eq!(sizes, [1200, 1200, 1200, 500], "gro {gro}");
+            for (i, d) in datagrams.iter().enumerate() {
+                assert!(d.iter().all(|&b| b == i as u8), "gro {gro}: datagram {i}");
+            }
+            if !gro {
+                assert_eq!(got.len(), 4);
+                assert!(got.iter().all(|g| g.0.stride.is_none()));
+            }
+        }
+    }
+
     #[test]
     fn refused_datagrams_are_counted_and_the_rest_still_leave() {
         let rx = receiver("127.0.0.1:0");
@@ -642,6 +782,8 @@ mod tests {
                 data: if bad.contains(&i) { &too_big } else { &data[i] },
                 to: Some(to),
                 tos: TOS[i % TOS.len()],
+                segment: None,
+                datagrams: 1,
             }),
         );
         assert_eq!(refused, bad.len() as u64);
