@@ -16,8 +16,10 @@
 # tcp:cubic:100mbit"), ACK (the QUIC flows' ack_policy; immediate, the
 # default), JSON (a file for the table as JSON), ENDPOINTS (a directory
 # with another build's endpoint binaries to count), OUT (a temporary
-# directory, removed unless set). Needs root for the TCP cases (the emulator's IP
-# mode); installs Debian's linux-perf when perf is missing.
+# directory, removed unless set), QUIC_IO (the endpoints' socket path:
+# auto, the default, takes io_uring where the kernel has it; epoll counts
+# the epoll path). Needs root for the TCP cases (the emulator's IP mode);
+# installs Debian's linux-perf when perf is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/stamp.sh

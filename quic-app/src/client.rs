@@ -107,6 +107,10 @@ pub struct Report {
     /// with one request).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub request_ends_s: Vec<f64>,
+    /// The socket path this end ran on (`io_uring` or `epoll`), where it
+    /// had one (absent on sim).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<&'static str>,
 }
 
 /// Bytes an upload sends, over and over.
@@ -513,6 +517,7 @@ impl ClientApp {
             } else {
                 Vec::new()
             },
+            io: None,
         }
     }
 }

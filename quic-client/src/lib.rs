@@ -185,6 +185,10 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let io = match socket {
+        Path::Epoll(_) => "epoll",
+        Path::Uring(_) => "io_uring",
+    };
     let app = match socket {
         Path::Epoll(socket) => {
             epoll_loop(app, socket, peer, local, cfg.ignore_ecn, ctrl_c, term).await?
@@ -212,7 +216,9 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
             }
         }
     };
-    Ok(app.report(Instant::now(), qlog))
+    let mut report = app.report(Instant::now(), qlog);
+    report.io = Some(io);
+    Ok(report)
 }
 
 /// The two socket paths ([`IoMode`]).

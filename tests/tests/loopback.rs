@@ -178,6 +178,16 @@ async fn each_socket_path_transfers_with_the_other_at_the_far_end() {
         let stats = server.stop().await;
         assert!(r.complete, "server {server_io}, client {client_io}: {r:?}");
         assert_eq!(r.bytes, n, "server {server_io}, client {client_io}");
+        let path = if client_io == IoMode::Uring {
+            "io_uring"
+        } else {
+            "epoll"
+        };
+        assert_eq!(
+            r.io,
+            Some(path),
+            "the report names the client's socket path"
+        );
         assert_eq!(stats.accepted, 1);
     }
 }
