@@ -182,16 +182,21 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
     // Ctrl-C and SIGTERM (how cclab stops a flow at its deadline) close
     // the connection properly, so both qlogs are complete (a compressed
     // one is otherwise left without the end of its zstd frame).
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let signalled = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    };
+    tokio::pin!(signalled);
     let io = match socket {
         Path::Epoll(_) => "epoll",
         Path::Uring(_) => "io_uring",
     };
     let app = match socket {
         Path::Epoll(socket) => {
-            epoll_loop(app, socket, peer, local, cfg.ignore_ecn, ctrl_c, term).await?
+            epoll_loop(app, socket, peer, local, cfg.ignore_ecn, signalled.as_mut()).await?
         }
         Path::Uring(ring) => {
             // The ring's loop blocks in the kernel, so it has a thread of
@@ -204,11 +209,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
             loop {
                 tokio::select! {
                     r = &mut done => break r??,
-                    _ = &mut ctrl_c, if !interrupted => {
-                        interrupted = true;
-                        waker.wake();
-                    }
-                    _ = term.recv(), if !interrupted => {
+                    _ = &mut signalled, if !interrupted => {
                         interrupted = true;
                         waker.wake();
                     }
@@ -235,8 +236,7 @@ async fn epoll_loop(
     peer: SocketAddr,
     local: SocketAddr,
     ignore_ecn: bool,
-    mut ctrl_c: std::pin::Pin<&mut impl std::future::Future<Output = std::io::Result<()>>>,
-    mut term: tokio::signal::unix::Signal,
+    mut signalled: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> anyhow::Result<ClientApp> {
     let mut rx = quic_app::io::RecvBatch::new();
     let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
@@ -264,11 +264,7 @@ async fn epoll_loop(
                 }
             }
             _ = timer.sleep_until(wake) => {}
-            _ = &mut ctrl_c, if !interrupted => {
-                interrupted = true;
-                app.interrupt();
-            }
-            _ = term.recv(), if !interrupted => {
+            _ = &mut signalled, if !interrupted => {
                 interrupted = true;
                 app.interrupt();
             }

@@ -1,5 +1,6 @@
 //! Bad input gives a clear error and exit status 2.
 
+use quic_app::uring::IoMode;
 use std::process::Command;
 
 fn client(args: &[&str]) -> (i32, String) {
@@ -91,18 +92,24 @@ fn has_connection_closed(path: &std::path::Path) -> bool {
 
 #[test]
 fn ctrl_c_closes_the_connection_and_both_qlogs_are_complete() {
-    signal_closes_the_connection_and_both_qlogs_are_complete("INT");
+    signal_closes_the_connection_and_both_qlogs_are_complete("INT", IoMode::Auto);
+}
+
+/// The same on the epoll path, both ends.
+#[test]
+fn ctrl_c_on_the_epoll_path_closes_the_connection_and_both_qlogs_are_complete() {
+    signal_closes_the_connection_and_both_qlogs_are_complete("INT", IoMode::Epoll);
 }
 
 /// SIGTERM is how cclab stops a client still running at its deadline.
 #[test]
 fn sigterm_closes_the_connection_and_both_qlogs_are_complete() {
-    signal_closes_the_connection_and_both_qlogs_are_complete("TERM");
+    signal_closes_the_connection_and_both_qlogs_are_complete("TERM", IoMode::Auto);
 }
 
-fn signal_closes_the_connection_and_both_qlogs_are_complete(signal: &str) {
+fn signal_closes_the_connection_and_both_qlogs_are_complete(signal: &str, io: IoMode) {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("sig-{signal}-{}", std::process::id()));
+        .join(format!("sig-{signal}-{io}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -122,7 +129,7 @@ fn signal_closes_the_connection_and_both_qlogs_are_complete(signal: &str) {
             verbose: false,
             mtu: None,
             transport: Default::default(),
-            io: Default::default(),
+            io,
         }))
         .unwrap();
     let addr = server.local_addr();
@@ -137,6 +144,8 @@ fn signal_closes_the_connection_and_both_qlogs_are_complete(signal: &str) {
             "--qlog-dir",
             dir.to_str().unwrap(),
             "--json",
+            "--io",
+            &io.to_string(),
         ])
         .stdout(std::process::Stdio::piped())
         .spawn()

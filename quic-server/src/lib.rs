@@ -157,6 +157,38 @@ impl Server {
 /// close (so their qlogs end with connection_closed), at most.
 const CLOSING: Duration = Duration::from_secs(2);
 
+/// A server's shutdown, shared by both loops: once it begins, every
+/// connection is closed and the server keeps serving until they are
+/// closed, at most [`CLOSING`].
+#[derive(Default)]
+struct Closing(Option<Instant>);
+
+impl Closing {
+    /// Begins the shutdown (once).
+    fn begin(&mut self, app: &mut ServerApp) {
+        if self.0.is_none() {
+            app.shut_down();
+            self.0 = Some(Instant::now() + CLOSING);
+        }
+    }
+
+    fn begun(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Whether serving is over: every connection closed, or out of time.
+    fn over(&self, app: &ServerApp) -> bool {
+        self.0
+            .is_some_and(|d| app.is_empty() || Instant::now() >= d)
+    }
+
+    /// When the loop must wake next: the connections' timers, and the
+    /// end of the shutdown's time.
+    fn wake(&self, app: &ServerApp) -> Option<Instant> {
+        [app.timeout(), self.0].into_iter().flatten().min()
+    }
+}
+
 /// Serving on tokio's epoll reactor.
 async fn epoll_loop(
     mut app: ServerApp,
@@ -168,20 +200,12 @@ async fn epoll_loop(
     let mut batch = Vec::with_capacity(64 * MAX_DATAGRAM_SIZE);
     let local = socket.local_addr();
     let mut timer = quic_app::io::Timer::new()?;
-    let mut closing: Option<Instant> = None;
-    loop {
-        if let Some(deadline) = closing {
-            if app.is_empty() || Instant::now() >= deadline {
-                break;
-            }
-        }
-        let wake = [app.timeout(), closing].into_iter().flatten().min();
+    let mut closing = Closing::default();
+    while !closing.over(&app) {
+        let wake = closing.wake(&app);
         tokio::select! {
             biased;
-            _ = &mut shutdown, if closing.is_none() => {
-                app.shut_down();
-                closing = Some(Instant::now() + CLOSING);
-            }
+            _ = &mut shutdown, if !closing.begun() => closing.begin(&mut app),
             n = socket.recv_batch(&mut rx) => {
                 // One call read what was queued; a full batch may have
                 // left more: read on without waiting, a few batches at
@@ -222,14 +246,9 @@ async fn epoll_loop(
 /// deadline or shutdown ([`Ring::wait`]).
 fn uring_loop(mut app: ServerApp, mut ring: Box<Ring>) -> anyhow::Result<ServerStats> {
     let local = ring.local_addr();
-    let mut closing: Option<Instant> = None;
-    loop {
-        if let Some(deadline) = closing {
-            if app.is_empty() || Instant::now() >= deadline {
-                break;
-            }
-        }
-        let wake = [app.timeout(), closing].into_iter().flatten().min();
+    let mut closing = Closing::default();
+    while !closing.over(&app) {
+        let wake = closing.wake(&app);
         let mut shut = false;
         // The time the wait ended, read at the first datagram.
         let mut now = None;
@@ -240,9 +259,8 @@ fn uring_loop(mut app: ServerApp, mut ring: Box<Ring>) -> anyhow::Result<ServerS
             }
             Event::Wake => shut = true,
         })?;
-        if shut && closing.is_none() {
-            app.shut_down();
-            closing = Some(Instant::now() + CLOSING);
+        if shut {
+            closing.begin(&mut app);
         }
         // Send errors are the peers' business, as on the epoll path: QUIC
         // recovers what was lost.
