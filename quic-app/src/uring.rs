@@ -144,6 +144,10 @@ pub struct Ring {
     wake_pending: bool,
     /// Receives reaped and not yet handed over: slot and result.
     ready: std::collections::VecDeque<(usize, i32)>,
+    /// Bytes of the front of `ready` already handed over.
+    ready_off: usize,
+    /// Most datagrams one wait hands over ([`Ring::set_datagrams_per_wait`]).
+    per_wait: usize,
     /// A wake-up reaped and not yet handed over.
     woken: bool,
     wake_fd: Arc<OwnedFd>,
@@ -324,6 +328,8 @@ impl Ring {
             send_pending: 0,
             wake_pending: false,
             ready: std::collections::VecDeque::with_capacity(RECV_SLOTS),
+            ready_off: 0,
+            per_wait: usize::MAX,
             woken: false,
             wake_fd,
             wake_buf: Box::new(0),
@@ -401,8 +407,14 @@ impl Ring {
 
     /// A free send slot, waiting for one when every slot is in flight.
     fn free_slot(&mut self) -> io::Result<usize> {
+        if self.free_send.is_empty() {
+            // Every slot is queued or in flight: hand the queue to the
+            // kernel, where a UDP send completes at once.
+            self.ring.submit()?;
+            self.reap()?;
+        }
         while self.free_send.is_empty() {
-            // Submit and wait for a send to complete.
+            // Still none (a full socket buffer): wait for one.
             self.ring.submit_and_wait(1)?;
             self.reap()?;
         }
@@ -528,19 +540,35 @@ impl Ring {
         self.send_error.take()
     }
 
+    /// Hands over at most `n` datagrams per [`Ring::wait`] (all, unless
+    /// set). The rest wait in the ring and the next wait hands them over
+    /// without a system call, so an end that works between waits (sends
+    /// its ACK after each datagram, say) does so as if they had come one by
+    /// one, whatever the host batched.
+    pub fn set_datagrams_per_wait(&mut self, n: usize) {
+        self.per_wait = n.max(1);
+    }
+
     /// Submits what was queued and waits until a datagram or a wake-up
     /// comes, or `deadline` passes (`None`: no deadline); then calls `f`
-    /// for every datagram received and wake-up seen, in the order the
-    /// kernel completed them. One system call when something came or the
-    /// deadline passed while waiting.
+    /// for the datagrams received (at most [`Ring::set_datagrams_per_wait`])
+    /// and a wake-up if one came, in the order the kernel completed them.
+    /// One system call when something came or the deadline passed while
+    /// waiting; none while datagrams received earlier are still to be
+    /// handed over (what was queued to send then leaves with the next
+    /// call).
     pub fn wait(
         &mut self,
         deadline: Option<Instant>,
         mut f: impl FnMut(Event<'_>),
     ) -> io::Result<()> {
+        // Datagrams already received (a wait that handed over only some,
+        // or receives reaped while a send waited for a free slot) are
+        // handed over without a call.
+        if !self.ready.is_empty() || self.woken {
+            return self.deliver(&mut f);
+        }
         self.reap()?;
-        // Completions already there (reaped while a send waited for a
-        // free slot) are handed over without waiting.
         if !self.ready.is_empty() || self.woken {
             if !self.ring.submission().is_empty() {
                 self.ring.submit()?;
@@ -619,10 +647,12 @@ impl Ring {
     }
 
     /// Hands the receives reaped to `f` in the order they completed (GRO
-    /// messages split at their stride) and re-arms their slots; then the
-    /// wake-up, if one came.
+    /// messages split at their stride), at most [`Ring::per_wait`]
+    /// datagrams, and re-arms the slots it empties; then the wake-up, if
+    /// one came.
     fn deliver(&mut self, f: &mut impl FnMut(Event<'_>)) -> io::Result<()> {
-        while let Some((i, res)) = self.ready.pop_front() {
+        let mut handed = 0;
+        while let Some(&(i, res)) = self.ready.front() {
             if res > 0 {
                 let s = &mut self.recv[i];
                 // SAFETY: the kernel filled this msghdr.
@@ -631,18 +661,28 @@ impl Ring {
                 let stride = stride.unwrap_or(len).max(1);
                 if let Some(from) = addr_of(&s.name) {
                     let ecn = quiche::Ecn::from_tos(tos);
-                    let mut off = 0;
-                    while off < len {
+                    while self.ready_off < len {
+                        if handed == self.per_wait {
+                            return self.deliver_wake(f);
+                        }
+                        let off = self.ready_off;
                         let end = (off + stride).min(len);
                         f(Event::Datagram(&mut s.buf[off..end], from, ecn));
-                        off = end;
+                        self.ready_off = end;
+                        handed += 1;
                     }
                 }
             }
+            self.ready.pop_front();
+            self.ready_off = 0;
             // A receive that failed (an ICMP error queued on the socket,
             // say) ends that one request only: re-armed.
             self.arm_recv(i)?;
         }
+        self.deliver_wake(f)
+    }
+
+    fn deliver_wake(&mut self, f: &mut impl FnMut(Event<'_>)) -> io::Result<()> {
         if std::mem::take(&mut self.woken) {
             f(Event::Wake);
         }
@@ -794,6 +834,34 @@ mod tests {
             assert_eq!(*from, tx.local_addr().unwrap());
             assert_eq!(*ecn, quiche::Ecn::NotEct);
         }
+    }
+
+    #[test]
+    fn a_wait_hands_over_at_most_the_datagrams_asked_and_the_next_the_rest() {
+        let Some(mut r) = ring() else { return };
+        r.set_datagrams_per_wait(1);
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for i in 0..5u8 {
+            tx.send_to(&[i; 10], r.local_addr()).unwrap();
+        }
+        // Let all five arrive before the first wait takes them.
+        std::thread::sleep(Duration::from_millis(20));
+        let mut got = Vec::new();
+        for _ in 0..100 {
+            let mut this = 0;
+            r.wait(Some(Instant::now() + Duration::from_secs(2)), |ev| {
+                if let Event::Datagram(d, _, _) = ev {
+                    got.push(d[0]);
+                    this += 1;
+                }
+            })
+            .unwrap();
+            assert!(this <= 1, "{this} datagrams in one wait");
+            if got.len() == 5 {
+                break;
+            }
+        }
+        assert_eq!(got, [0, 1, 2, 3, 4]);
     }
 
     #[test]
