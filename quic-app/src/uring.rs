@@ -130,7 +130,8 @@ struct SendSlot {
 /// A UDP socket read and written through an io_uring.
 pub struct Ring {
     ring: IoUring,
-    socket: std::net::UdpSocket,
+    /// Owns the descriptor the requests use (`fd`); closed after the ring.
+    _socket: std::net::UdpSocket,
     fd: RawFd,
     local: SocketAddr,
     v6: bool,
@@ -155,8 +156,6 @@ pub struct Ring {
     /// The first send error other than a refused destination since the
     /// last [`Ring::take_send_error`].
     send_error: Option<io::Error>,
-    /// Sends that failed (every kind, refused destinations included).
-    pub send_failures: u64,
     batcher: Batcher,
 }
 
@@ -316,7 +315,7 @@ impl Ring {
         let fd = socket.as_raw_fd();
         let mut r = Ring {
             ring,
-            socket,
+            _socket: socket,
             fd,
             local,
             v6: local.is_ipv6(),
@@ -334,7 +333,6 @@ impl Ring {
             wake_fd,
             wake_buf: Box::new(0),
             send_error: None,
-            send_failures: 0,
             batcher: Batcher::new(max_segments),
         };
         for i in 0..RECV_SLOTS {
@@ -534,6 +532,15 @@ impl Ring {
         }
     }
 
+    /// Hands the kernel whatever is queued (the last sends before an end
+    /// stops), without waiting; no system call when nothing is.
+    pub fn submit_queued(&mut self) -> io::Result<()> {
+        if !self.ring.submission().is_empty() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
     /// The first send error since the last call, other than a refused
     /// destination (a peer that went away: QUIC's timers handle that).
     pub fn take_send_error(&mut self) -> Option<io::Error> {
@@ -621,7 +628,6 @@ impl Ring {
                     self.send_pending -= 1;
                     self.free_send.push(i);
                     if res < 0 {
-                        self.send_failures += 1;
                         let e = io::Error::from_raw_os_error(-res);
                         let gso = self.send[i].len > self.send[i].segment;
                         if gso && (quinn_udp::is_msg_size_err(&e) || -res == libc::EIO) {
@@ -730,7 +736,6 @@ impl Drop for Ring {
             std::mem::forget(std::mem::take(&mut self.send));
             std::mem::forget(std::mem::replace(&mut self.wake_buf, Box::new(0)));
         }
-        let _ = &self.socket;
     }
 }
 

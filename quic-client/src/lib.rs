@@ -327,7 +327,7 @@ fn uring_loop(
         if app.is_closed() {
             // What the last flush queued (the CONNECTION_CLOSE) leaves
             // before the ring is dropped.
-            ring.wait(Some(Instant::now()), |_| {})?;
+            ring.submit_queued()?;
             return Ok(app);
         }
         pace_until = ring.flush(app.conn_mut())?;

@@ -274,6 +274,6 @@ fn uring_loop(mut app: ServerApp, mut ring: Box<Ring>) -> anyhow::Result<ServerS
         }
     }
     // What the last flush queued leaves before the ring is dropped.
-    ring.wait(Some(Instant::now()), |_| {})?;
+    ring.submit_queued()?;
     Ok(app.stats())
 }
