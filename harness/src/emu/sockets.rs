@@ -51,27 +51,29 @@ pub(super) fn upstream_socket(target: SocketAddr) -> io::Result<UdpSocket> {
     Ok(up)
 }
 
+/// Sets an int socket option; whether the kernel took it.
+fn set_int(s: &UdpSocket, level: libc::c_int, opt: libc::c_int, value: libc::c_int) -> bool {
+    // SAFETY: setsockopt with a c_int option on a valid fd.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            level,
+            opt,
+            &value as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
 fn set_buffers(s: &UdpSocket) {
     let size: libc::c_int = 8 << 20;
     for (force, plain) in [
         (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
         (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
     ] {
-        for opt in [force, plain] {
-            // SAFETY: setsockopt with a c_int option on a valid fd.
-            let rc = unsafe {
-                libc::setsockopt(
-                    s.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    &size as *const _ as *const libc::c_void,
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if rc == 0 {
-                break;
-            }
-        }
+        // The forcing option needs CAP_NET_ADMIN; the plain one is capped.
+        let _ =
+            set_int(s, libc::SOL_SOCKET, force, size) || set_int(s, libc::SOL_SOCKET, plain, size);
     }
 }
 
@@ -79,7 +81,6 @@ fn set_buffers(s: &UdpSocket) {
 /// and to pass its TOS or Traffic Class byte, whose two low bits are the
 /// ECN codepoint (`IP_RECVTOS`, and `IPV6_RECVTCLASS` on an IPv6 socket).
 fn enable_rx_timestamps(s: &UdpSocket) {
-    let on: libc::c_int = 1;
     let v6 = s.local_addr().is_ok_and(|a| a.is_ipv6());
     let mut opts = vec![
         (libc::SOL_SOCKET, libc::SO_TIMESTAMPNS),
@@ -89,16 +90,7 @@ fn enable_rx_timestamps(s: &UdpSocket) {
         opts.push((libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS));
     }
     for (level, opt) in opts {
-        // SAFETY: setsockopt with an int option on a valid fd.
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                level,
-                opt,
-                &on as *const _ as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        set_int(s, level, opt, 1);
     }
 }
 
@@ -108,34 +100,14 @@ fn enable_rx_timestamps(s: &UdpSocket) {
 /// a burst costs one receive and not one per datagram. A kernel without it
 /// (before Linux 5.0) delivers them one by one, as before.
 fn enable_gro(s: &UdpSocket) {
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt with an int option on a valid fd.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_UDP,
-            libc::UDP_GRO,
-            &on as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    set_int(s, libc::SOL_UDP, libc::UDP_GRO, 1);
 }
 
 /// Whether sends on `s` may carry several datagrams of one size in one
-/// message (`UDP_SEGMENT`, Linux 4.18): the kernel accepts the option.
+/// message (`UDP_SEGMENT`, Linux 4.18): the kernel accepts the option (0,
+/// its default: no segmentation unless a send asks for it).
 pub(super) fn gso_supported(s: &UdpSocket) -> bool {
-    let off: libc::c_int = 0;
-    // SAFETY: setsockopt with an int option on a valid fd; 0 is the
-    // option's default (no segmentation unless a send asks for it).
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_UDP,
-            libc::UDP_SEGMENT,
-            &off as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        ) == 0
-    }
+    set_int(s, libc::SOL_UDP, libc::UDP_SEGMENT, 0)
 }
 
 /// Most datagrams one segmented send may carry (the kernel's
