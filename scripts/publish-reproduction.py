@@ -11,6 +11,12 @@ reproduction whose runs were all made by the publishing invocation's
 `cclab reproduce` (from scratch) is published. Runs made from a tree with
 uncommitted changes (`-dirty`) are refused unless --allow-dirty.
 
+It also runs `cclab reproduce all --quick` with the same build and records
+every claim's quick figures in docs/reproduction/quick-figures.json, which
+`make test` compares with a fresh quick run (scripts/reproduction-fingerprint.py):
+a change that moves what runs measure fails it until the pages are
+re-published.
+
 Usage: publish-reproduction.py [--allow-dirty] [RESULTS_DIR (default results/reproduce)]
 """
 import json
@@ -31,6 +37,14 @@ def not_counted(n):
     if n["guaranteed"]:
         parts.append(f"{n['guaranteed']} guaranteed")
     return ", ".join(parts) or "–"
+
+
+def reinterpreted(n):
+    """The verdicts on reinterpretations of ours, counted apart."""
+    r = n["reinterpretation"]
+    if not any(r.values()):
+        return "–"
+    return f"{r['pass']} PASS, {r['fail']} FAIL; {r['pass_within_noise']} + {r['fail_within_noise']} within noise"
 
 
 def main():
@@ -82,12 +96,17 @@ def main():
             )
         n = claims["counts"]
         for k, v in n.items():
-            tot[k] = tot.get(k, 0) + v
+            if isinstance(v, dict):
+                t = tot.setdefault(k, {})
+                for kk, vv in v.items():
+                    t[kk] = t.get(kk, 0) + vv
+            else:
+                tot[k] = tot.get(k, 0) + v
         total_wall += claims["wall_s"]
         rows.append(
             f"| [{p.name}]({p.name}/REPRODUCTION.md) | {claims['title']} | {n['claims']} "
             f"| {n['pass']} | {n['fail']} | {n['pass_within_noise']} | {n['fail_within_noise']} "
-            f"| {n['unmeasured']} | {n['na']} | {not_counted(n)} | {claims['runs']} | {claims['wall_s']:.0f} s "
+            f"| {n['unmeasured']} | {n['na']} | {not_counted(n)} | {reinterpreted(n)} | {claims['runs']} | {claims['wall_s']:.0f} s "
             f"| `{claims['build']['git_revision']}` |"
         )
     index = [
@@ -100,23 +119,41 @@ def main():
         "`scripts/check-published-reproduction.py` (in `make test`) checks this table against the "
         "published claims.json files.",
         "",
-        "| paper | title | claims | PASS | FAIL | PASS within noise | FAIL within noise | not measured | N/A | not counted | runs | wall time | build |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| paper | title | claims | PASS | FAIL | PASS within noise | FAIL within noise | not measured | N/A | not counted | our reinterpretations (apart) | runs | wall time | build |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         f"| **total** | | {tot['claims']} | {tot['pass']} | {tot['fail']} | {tot['pass_within_noise']} "
-        f"| {tot['fail_within_noise']} | {tot['unmeasured']} | {tot['na']} | {not_counted(tot)} | | | |",
+        f"| {tot['fail_within_noise']} | {tot['unmeasured']} | {tot['na']} | {not_counted(tot)} | {reinterpreted(tot)} | | | |",
         "",
-        "PASS and FAIL count a claim only when its outcome is beyond the repetitions' 95% confidence "
-        "intervals and at least its minimum effect (2% of the larger side unless the claim states "
-        "another); the rest are within noise and are evidence neither way. A claim that repeats "
-        "another's phenomenon on the same runs, each of a pair the paper states both ways, and an "
-        "outcome our setup guarantees are shown in the paper's page but not counted. "
+        "PASS and FAIL count a claim only when the two sides' 95% confidence intervals over the "
+        "repetitions do not overlap (the means differ by more than the sum of the half-widths; "
+        "`harness/src/reproduce/expr.rs`, `separated`) and the difference is at least the claim's "
+        "minimum effect (2% of the larger side unless the claim states another); the rest are within "
+        "noise and are evidence neither way. A claim that repeats another's phenomenon on the same "
+        "runs, each of a pair the paper states both ways, and an outcome our setup guarantees are "
+        "shown in the paper's page but not counted. A claim that tests a reinterpretation of ours "
+        "(an equation the paper prints that cannot be run as printed, rewritten) is counted in its "
+        "own column, never as the paper's PASS or FAIL. "
         "A FAIL is a result: each carries the measured figures and the likely reason. "
         "Every choice made where a paper is silent is in its scenarios "
         "(`scenarios/reproduce/<paper>/`) and listed at the end of its REPRODUCTION.md.",
         "",
     ]
     (dst / "README.md").write_text("\n".join(index))
+    # The quick figures of the same build, for make test's staleness check.
+    quick_dir = pathlib.Path("target/reproduce-publish-quick")
+    shutil.rmtree(quick_dir, ignore_errors=True)
+    quick_json = pathlib.Path("target/reproduce-publish-quick.json")
+    with open(quick_json, "w") as f:
+        subprocess.run(
+            ["./target/release/cclab", "reproduce", "all", "--quick", "--quiet", "--json", "--out", str(quick_dir)],
+            stdout=f,
+            check=True,
+        )
+    subprocess.run(
+        ["python3", "scripts/reproduction-fingerprint.py", "write", str(quick_json), str(dst / "quick-figures.json")],
+        check=True,
+    )
     print(f"publish-reproduction: {len(papers)} paper(s) into {dst}")
 
 

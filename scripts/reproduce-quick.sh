@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every seed paper's evaluation, shortened (fewer repetitions, shorter runs),
 # on the virtual-time link; checks that every claim got a verdict with its
-# figures. Verdicts are results, not test failures. Uses the workspace's one
+# figures, and that they are the figures docs/reproduction/ was published
+# with. Verdicts are results, not test failures. Uses the workspace's one
 # release build (scripts/ws-build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,3 +10,6 @@ cd "$(dirname "$0")/.."
 rm -rf target/reproduce-quick
 ./target/release/cclab reproduce all --quick --quiet --json --out target/reproduce-quick >target/reproduce-quick.json
 python3 scripts/check-reproduction.py target/reproduce-quick.json br-tcp dcm-plus ewphcc smcc tcp-exp
+# docs/reproduction/ must be the current code's: the same quick figures as
+# the build that published it (sim runs are deterministic).
+python3 scripts/reproduction-fingerprint.py check target/reproduce-quick.json docs/reproduction/quick-figures.json

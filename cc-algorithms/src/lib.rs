@@ -44,6 +44,7 @@ pub mod newreno;
 pub mod prague;
 pub mod pso;
 pub mod registry;
+pub mod rwnd;
 pub mod slow_start;
 pub mod smcc;
 pub mod testing;

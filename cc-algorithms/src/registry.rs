@@ -1302,6 +1302,7 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
     let info = &entry.info;
     let mut given: BTreeMap<&'static str, f64> = BTreeMap::new();
     let mut files: BTreeMap<&'static str, String> = BTreeMap::new();
+    let mut rwnd: Option<usize> = None;
     for item in rest.into_iter().flat_map(|r| r.split(',')) {
         let item = item.trim();
         if item.is_empty() {
@@ -1315,6 +1316,29 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
                 item: item.to_string(),
             })?;
         let (key, value) = (key.trim(), value.trim());
+        if key == RWND_KEY {
+            // Every plugin's: a bound on its window (crate::rwnd).
+            let bytes = value
+                .parse::<usize>()
+                .ok()
+                .filter(|b| *b >= crate::rwnd::MIN_RWND)
+                .ok_or_else(|| SpecError::BadValue {
+                    algorithm: info.name,
+                    key: RWND_KEY,
+                    value: value.to_string(),
+                    min: crate::rwnd::MIN_RWND as f64,
+                    max: usize::MAX as f64,
+                    unit: "bytes, a whole number: the receiver's advertised window",
+                    kind: ParamKind::Number,
+                })?;
+            if rwnd.replace(bytes).is_some() {
+                return Err(SpecError::Duplicate {
+                    algorithm: info.name,
+                    key: key.to_string(),
+                });
+            }
+            continue;
+        }
         let param =
             info.params
                 .iter()
@@ -1416,17 +1440,32 @@ pub fn parse(spec: &str) -> Result<Controller, SpecError> {
         });
     }
     let built = (entry.build)(&params);
-    match built {
+    let built = match built {
         Controller::Plugin(inner)
             if info.params.iter().any(|p| p.name == ECN.name) && params.get(ECN.name) >= 0.5 =>
         {
-            Ok(Controller::Plugin(Arc::new(crate::ecn::ClassicEcnConfig {
-                inner,
-            })))
+            Controller::Plugin(Arc::new(crate::ecn::ClassicEcnConfig { inner }))
         }
-        other => Ok(other),
+        other => other,
+    };
+    match (built, rwnd) {
+        (Controller::Plugin(inner), Some(bytes)) => Ok(Controller::Plugin(Arc::new(
+            crate::rwnd::RwndConfig { inner, bytes },
+        ))),
+        (Controller::Builtin(..), Some(_)) => Err(SpecError::Inconsistent {
+            algorithm: info.name,
+            reason: format!(
+                "`{RWND_KEY}` bounds a plugin's window; quiche's built-in `{}` has no such bound (use the plugin `newreno` for Reno)",
+                info.name
+            ),
+        }),
+        (built, None) => Ok(built),
     }
 }
+
+/// The key every plugin takes besides its own parameters: a bound on its
+/// window in bytes, as a receiver's advertised window (ns-2's `window_`).
+pub const RWND_KEY: &str = "rwnd";
 
 /// `ALG:...,table=FILE,...` with the table's entry nearest to the condition
 /// written in as explicit parameters (parameters given in the spec win over

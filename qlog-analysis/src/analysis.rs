@@ -250,6 +250,9 @@ pub struct Connection {
     pub cwnd_tw: (f64, f64, f64),
     /// Seconds in each congestion state.
     pub state_time: BTreeMap<String, f64>,
+    /// The last value of each metric the trace logged besides the
+    /// standard ones (a plugin's own, such as `smcc_alpha`), by name.
+    pub extra_last: BTreeMap<String, f64>,
     cur_state: Option<(String, f64)>,
     last_cwnd: Option<(f64, f64)>,
     last_lost_counter: Option<f64>,
@@ -420,6 +423,13 @@ impl Connection {
         self.push(|s| &mut s.rtt_variance_ms, t, m.rtt_variance_ms);
         self.slow_start
             .on_metrics(t, m.cwnd, m.latest_rtt_ms, m.smoothed_rtt_ms, &m.extra);
+        for (k, v) in &m.extra {
+            if let Some(x) = self.extra_last.get_mut(k.as_str()) {
+                *x = *v;
+            } else {
+                self.extra_last.insert(k.clone(), *v);
+            }
+        }
         if self.keep_series {
             for (k, v) in &m.extra {
                 self.series

@@ -102,6 +102,9 @@ pub struct Summary {
     pub cwnd: Option<Cwnd>,
     /// Seconds in each congestion state.
     pub time_in_state_s: BTreeMap<String, f64>,
+    /// The last value of each of the sender's own metrics (a plugin's,
+    /// such as `smcc_alpha`), by name; empty when none was logged.
+    pub metrics_last: BTreeMap<String, f64>,
     /// How the first slow start ended (null when the trace logs no
     /// congestion states): [`crate::slow_start`].
     pub slow_start: Option<SlowStartSummary>,
@@ -211,6 +214,7 @@ impl Summary {
             retransmitted_bytes: c.app.retransmitted,
             cwnd,
             time_in_state_s: c.state_time.clone(),
+            metrics_last: c.extra_last.clone(),
             slow_start: c.slow_start.summary(
                 c.end_s,
                 c.loss_source == LossSource::PacketLost,

@@ -120,6 +120,7 @@ fn unmeasured(c: &Claim) -> ClaimResult {
         caveat: None,
         note: None,
         related: c.duplicate_of.clone().or_else(|| c.contradicts.clone()),
+        reinterpretation: c.reinterpretation.clone(),
     }
 }
 
@@ -230,7 +231,7 @@ pub(super) fn evaluate(m: &Manifest, c: &Claim, jobs: &[Job], data: &Data) -> Cl
                     )
                 });
             }
-            if let Some(g) = &c.guaranteed {
+            if let Some(g) = quote(&c.guaranteed) {
                 r.class = Class::Guaranteed;
                 r.caveat = Some(match r.caveat.take() {
                     Some(cv) => format!("guaranteed here: {g}. {cv}"),
@@ -310,23 +311,56 @@ pub struct Counts {
     pub duplicates: usize,
     /// Guaranteed outcomes.
     pub guaranteed: usize,
+    /// Claims that test a reinterpretation of ours, by class (PASS, FAIL,
+    /// PASS and FAIL within noise; the other classes count as above):
+    /// never in the paper's PASS and FAIL.
+    pub reinterpretation: Reinterpreted,
+}
+
+/// Verdicts of claims that test a reinterpretation of ours.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Reinterpreted {
+    /// PASS beyond noise and the minimum effect.
+    pub pass: usize,
+    /// FAIL beyond noise and the minimum effect.
+    pub fail: usize,
+    /// PASS within noise.
+    pub pass_within_noise: usize,
+    /// FAIL within noise.
+    pub fail_within_noise: usize,
+}
+
+impl Reinterpreted {
+    fn total(&self) -> usize {
+        self.pass + self.fail + self.pass_within_noise + self.fail_within_noise
+    }
 }
 
 impl Counts {
     /// Counts the claims by class.
     pub fn of(claims: &[ClaimResult]) -> Counts {
         let n = |k: Class| claims.iter().filter(|c| c.class == k).count();
+        // A verdict on a reinterpretation of ours is counted apart.
+        let ours = |c: &&ClaimResult| c.reinterpretation.is_none();
+        let paper = |k: Class| claims.iter().filter(ours).filter(|c| c.class == k).count();
+        let re = |k: Class| n(k) - paper(k);
         Counts {
             claims: claims.len(),
-            pass: n(Class::Pass),
-            pass_within_noise: n(Class::PassWithinNoise),
-            fail: n(Class::Fail),
-            fail_within_noise: n(Class::FailWithinNoise),
+            pass: paper(Class::Pass),
+            pass_within_noise: paper(Class::PassWithinNoise),
+            fail: paper(Class::Fail),
+            fail_within_noise: paper(Class::FailWithinNoise),
             unmeasured: n(Class::Unmeasured),
             na: n(Class::NotApplicable),
             contradictory_pairs: n(Class::Contradictory) / 2,
             duplicates: n(Class::Duplicate),
             guaranteed: n(Class::Guaranteed),
+            reinterpretation: Reinterpreted {
+                pass: re(Class::Pass),
+                fail: re(Class::Fail),
+                pass_within_noise: re(Class::PassWithinNoise),
+                fail_within_noise: re(Class::FailWithinNoise),
+            },
         }
     }
 
@@ -342,6 +376,11 @@ impl Counts {
         self.contradictory_pairs += o.contradictory_pairs;
         self.duplicates += o.duplicates;
         self.guaranteed += o.guaranteed;
+        let (r, q) = (&mut self.reinterpretation, o.reinterpretation);
+        r.pass += q.pass;
+        r.fail += q.fail;
+        r.pass_within_noise += q.pass_within_noise;
+        r.fail_within_noise += q.fail_within_noise;
     }
 
     /// One line: `3 PASS, 2 PASS within noise, ...; not counted: ...`.
@@ -378,6 +417,13 @@ impl Counts {
         }
         if !nc.is_empty() {
             s.push_str(&format!("; not counted: {}", nc.join(", ")));
+        }
+        let r = self.reinterpretation;
+        if r.total() > 0 {
+            s.push_str(&format!(
+                "; apart, testing reinterpretations of ours: {} PASS, {} FAIL beyond noise, {} PASS and {} FAIL within noise",
+                r.pass, r.fail, r.pass_within_noise, r.fail_within_noise
+            ));
         }
         s
     }
@@ -790,6 +836,7 @@ note = "the paper used 802.11"
                 contradictory_pairs: 1,
                 duplicates: 1,
                 guaranteed: 1,
+                reinterpretation: Reinterpreted::default(),
             }
         );
         // Without the relations, the same runs count two agreements more.
@@ -806,6 +853,32 @@ note = "the paper used 802.11"
         relate(&m2, &mut r2);
         let n2 = Counts::of(&r2);
         assert_eq!((n2.pass, n2.fail, n2.duplicates), (2, 1, 0), "{n2:?}");
+        // A claim on a reinterpretation of ours leaves the paper's counts
+        // for a line of its own, with its class and label kept.
+        let re = plain.replace(
+            "test = \"b > 2 * a\"",
+            "test = \"b > 2 * a\"\nreinterpretation = \"our equation\"",
+        );
+        let m3 = manifest(tmp.path(), &re).unwrap();
+        let mut r3: Vec<ClaimResult> = m3
+            .claims
+            .iter()
+            .map(|c| evaluate(&m3, c, &jobs, &data))
+            .collect();
+        relate(&m3, &mut r3);
+        let n3 = Counts::of(&r3);
+        assert_eq!((n3.pass, n3.fail), (2, 0), "{n3:?}");
+        assert_eq!(n3.reinterpretation.fail, 1, "{n3:?}");
+        let down = r3.iter().find(|c| c.id == "down").unwrap();
+        assert_eq!(down.class, Class::Fail);
+        assert!(
+            down.label().contains("reinterpretation"),
+            "{}",
+            down.label()
+        );
+        assert!(n3
+            .line()
+            .contains("reinterpretations of ours: 0 PASS, 1 FAIL"));
     }
 
     #[test]
@@ -964,5 +1037,65 @@ test = "{t}"
         assert!(e.contains("metric `queue`"), "{e}");
         let e = manifest(tmp.path(), &c("a < 2 * b", "note = \"{drops:cc=c}\"")).unwrap_err();
         assert!(e.contains("`c` is not a label"), "{e}");
+    }
+
+    #[test]
+    fn a_duplicate_reads_the_runs_of_the_claim_it_repeats() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = |values: &str| {
+            format!(
+                r#"
+[[claim]]
+id = "one"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "drops"
+values = {{ a = "cc=a", b = "cc=b" }}
+test = "a > b"
+[[claim]]
+id = "two"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "utilization"
+values = {values}
+test = "a > b"
+duplicate_of = "one""#
+            )
+        };
+        // The same runs, another metric of the same phenomenon: accepted.
+        manifest(tmp.path(), &c(r#"{ a = "cc=a", b = "cc=b" }"#)).unwrap();
+        // Runs of other points are evidence of their own.
+        let e = manifest(tmp.path(), &c(r#"{ a = "cc=a", b = "cc=a" }"#)).unwrap_err();
+        assert!(e.contains("measured on other runs"), "{e}");
+        // One place of an `over` claim is its runs.
+        let over = |v: &str, over: &str| {
+            format!(
+                r#"
+[[claim]]
+id = "one"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "drops"
+over = "cc"
+values = {{ x = "" }}
+test = "x > 0"
+[[claim]]
+id = "two"
+source = "s"
+statement = "s"
+experiment = "e"
+metric = "drops"
+{over}values = {{ x = "{v}" }}
+test = "x > 0"
+duplicate_of = "one""#
+            )
+        };
+        let e = manifest(tmp.path(), &over("cc=a", "over = \"cc\"\n")).unwrap_err();
+        assert!(e.contains("measured on other runs"), "{e}");
+        manifest(tmp.path(), &over("", "over = \"cc\"\n")).unwrap();
+        manifest(tmp.path(), &over("cc=b", "")).unwrap();
     }
 }

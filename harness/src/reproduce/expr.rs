@@ -11,15 +11,15 @@
 //!
 //! Labels are the claim's `values`. A comparison holds when it holds on
 //! the means over repetitions. Its outcome, held or not, is *significant*
-//! when the two sides differ by more than their 95% confidence
-//! half-widths combined (`sqrt(ci_a² + ci_b²)`). A trend holds when
-//! Spearman's rank correlation of the means with the axis positions is at
-//! least 0.8 (at most -0.8 for decreasing); it is significant when the
-//! first and last points differ by more than their combined half-widths.
-//! `within` is significant when the difference, widened (if it holds) or
-//! narrowed (if it does not) by the combined half-width, stays on the same
-//! side of the tolerance. Nothing measured with one repetition is
-//! significant.
+//! when the two sides' 95% confidence intervals do not overlap: the means
+//! differ by more than the sum of the half-widths (`ci_a + ci_b`, the
+//! rule [`separated`] states once). A trend holds when Spearman's rank
+//! correlation of the means with the axis positions is at least 0.8 (at
+//! most -0.8 for decreasing); it is significant when the first and last
+//! points' intervals do not overlap. `within` is significant when the
+//! difference, widened (if it holds) or narrowed (if it does not) by the
+//! same sum, stays on the same side of the tolerance. Nothing measured
+//! with one repetition is significant.
 //!
 //! Every comparison of two measurements and every trend also reports its
 //! *effect*: the difference relative to the larger side (for a trend, last
@@ -317,8 +317,7 @@ impl Test {
             Test::Cmp(a, op, b) => {
                 let (x, y) = (a.eval(value)?, b.eval(value)?);
                 let holds = op.holds(x.mean, y.mean);
-                let significant =
-                    spread_known(&[x, y]) && (x.mean - y.mean).abs() > x.ci95.hypot(y.ci95);
+                let significant = separated(x, y);
                 // Against a constant (`smcc >= 98`) the claim is a
                 // threshold, not a difference between two measurements:
                 // no effect size, significance alone decides.
@@ -352,9 +351,9 @@ impl Test {
                     effect: None,
                     significant: spread_known(&[x, y])
                         && if holds {
-                            d + x.ci95.hypot(y.ci95) <= tol
+                            d + x.ci95 + y.ci95 <= tol
                         } else {
-                            d - x.ci95.hypot(y.ci95) > tol
+                            d - (x.ci95 + y.ci95) > tol
                         },
                     detail: format!(
                         "{} vs {}: differ by {:.1}% (allowed {:.0}%)",
@@ -390,7 +389,7 @@ impl Test {
         let rho = spearman(&xs, &ys);
         let holds = if *up { rho >= 0.8 } else { rho <= -0.8 };
         let (f, l) = (pts[0].1, pts[pts.len() - 1].1);
-        let significant = spread_known(&[f, l]) && (l.mean - f.mean).abs() > f.ci95.hypot(l.ci95);
+        let significant = separated(f, l);
         let effect = relative_effect(l.mean, f.mean);
         let shown: Vec<String> = pts
             .iter()
@@ -415,6 +414,13 @@ impl Test {
             ),
         })
     }
+}
+
+/// Whether two measurements' 95% confidence intervals do not overlap
+/// (the significance rule of every test; each side measured more than
+/// once, or a constant).
+pub fn separated(a: Stat, b: Stat) -> bool {
+    spread_known(&[a, b]) && (a.mean - b.mean).abs() > a.ci95 + b.ci95
 }
 
 /// Whether the measured sides have a spread to compare against: one
@@ -716,6 +722,35 @@ mod tests {
             .unwrap();
         assert!(!o.holds);
         assert!(Test::parse("low < nobody").unwrap().eval(&vals()).is_err());
+    }
+
+    #[test]
+    fn significance_is_intervals_that_do_not_overlap() {
+        let st = |mean: f64, ci95: f64| Stat { mean, ci95, n: 5 };
+        // 10 ± 1 and 11.6 ± 1 overlap (11 > 10.6) although the difference
+        // exceeds the half-widths' root sum of squares (1.41).
+        assert!(!separated(st(10.0, 1.0), st(11.6, 1.0)));
+        assert!(separated(st(10.0, 1.0), st(12.1, 1.0)));
+        assert!(separated(st(12.1, 1.0), st(10.0, 1.0)));
+        let row: Row = [("a", st(10.0, 1.0)), ("b", st(11.6, 1.0))]
+            .into_iter()
+            .map(|(l, s)| (l.to_string(), s))
+            .collect();
+        let o = Test::parse("a < b").unwrap().eval(&row).unwrap();
+        assert!(o.holds && !o.significant, "{o:?}");
+        // within: 10 vs 11.6 differ by 1.6; allowed 40% of 11.6 (4.64),
+        // it holds and stays inside when widened by 2 (3.6)...
+        let o = Test::parse("within(a, b, 40%)")
+            .unwrap()
+            .eval(&row)
+            .unwrap();
+        assert!(o.holds && o.significant, "{o:?}");
+        // ...allowed 20% (2.32), it holds on the means but not once widened.
+        let o = Test::parse("within(a, b, 20%)")
+            .unwrap()
+            .eval(&row)
+            .unwrap();
+        assert!(o.holds && !o.significant, "{o:?}");
     }
 
     #[test]

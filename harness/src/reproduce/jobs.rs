@@ -65,6 +65,9 @@ const QLOG_METRICS: &[&str] = &[
     "cwnd_kb",
     "lost",
     "eq7_mbps",
+    "smcc_alpha",
+    "smcc_alpha_min",
+    "smcc_alpha_max",
 ];
 
 /// The qlog level point `p` of experiment `e` needs: `opts.qlog_level`

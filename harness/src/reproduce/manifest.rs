@@ -38,6 +38,8 @@
 //! # duplicate_of = "T0-drops"          # the same phenomenon on the same runs: counted once
 //! # contradicts = "T1-queue"           # the paper claims both: the pair is counted once
 //! # guaranteed = "why the outcome cannot differ here": shown, never counted
+//! # reinterpretation = "what of ours it tests instead of the paper's text":
+//! #   counted on its own line, apart from the paper's claims
 //! # or, for a claim that cannot be run:
 //! # na = "why (e.g. PIPD has no published definition)"
 //!
@@ -217,6 +219,10 @@ pub struct Claim {
     /// Why the outcome cannot differ in our setup (a saturated link's
     /// aggregate, schedulers that are one here): reported, never counted.
     pub guaranteed: Option<String>,
+    /// What the claim tests in place of the paper's text as written (an
+    /// equation of ours where the paper's cannot be run as printed): its
+    /// verdict is counted on a line of its own, never as the paper's.
+    pub reinterpretation: Option<String>,
 }
 
 /// The minimum effect of a claim with none stated.
@@ -296,6 +302,8 @@ pub const METRICS: &[&str] = &[
     "queue_pkts",
     "loss_rate",
     "delivery_ratio",
+    "delivery_first",
+    "queue_delay_first_ms",
     "jain",
     "goodput_mbps",
     "data_mb",
@@ -307,6 +315,9 @@ pub const METRICS: &[&str] = &[
     "completion_s",
     "goodput_cv",
     "eq7_mbps",
+    "smcc_alpha",
+    "smcc_alpha_min",
+    "smcc_alpha_max",
 ];
 
 /// The signals a time-series figure may draw.

@@ -15,6 +15,7 @@
 //! | `queue_pkts` | time-mean queue length (100 ms samples) | – |
 //! | `loss_rate` | % of offered bytes dropped | – |
 //! | `delivery_ratio` | % of offered bytes delivered (100 − loss_rate) | – |
+//! | `delivery_first`, `queue_delay_first_ms` | `delivery_ratio` and `queue_delay_ms` with each link weighted by its first flow's share, 1/k of its k flows (as if only each link's first flow were counted, as the EWPHCC author's script does) | – |
 //! | `jain` | Jain's index of the flows' goodputs | – |
 //! | `goodput_mbps` | payload goodput | sum |
 //! | `data_mb` | payload delivered, MB | sum |
@@ -24,6 +25,7 @@
 //! | `lost` | packets the senders declared lost | sum |
 //! | `completion_s` | transfer time of sized flows (NaN if unfinished) | max |
 //! | `goodput_cv` | std. dev. / mean of the client's 0.5 s goodput reports, after the first 5 s | mean |
+//! | `smcc_alpha`, `smcc_alpha_min`, `smcc_alpha_max` | SMCC's alpha at the run's end (the sender qlog's last `smcc_alpha`) | mean, min, max |
 //! | `eq7_mbps` | the square-root throughput `c s / (R sqrt(p))` from the flow's own loss rate and RTT (see [`eq7_mbps`]) | sum |
 
 use std::path::Path;
@@ -177,9 +179,21 @@ impl RunData {
             }),
             "completion_s" => completion_s(flows),
             "eq7_mbps" => flows.iter().map(|f| eq7_mbps(f)).sum(),
+            "smcc_alpha" => mean(&|f| num(&f["metrics_last"]["smcc_alpha"])),
+            "smcc_alpha_min" => alphas(flows).fold(f64::NAN, f64::min),
+            "smcc_alpha_max" => alphas(flows).fold(f64::NAN, f64::max),
             _ => return None,
         })
     }
+}
+
+/// The selected SMCC flows' alpha at the end of the run (their qlog's
+/// last `smcc_alpha`), those that logged one.
+fn alphas<'a>(flows: &'a [&'a Value]) -> impl Iterator<Item = f64> + 'a {
+    flows
+        .iter()
+        .map(|f| num(&f["metrics_last"]["smcc_alpha"]))
+        .filter(|x| x.is_finite())
 }
 
 /// A number of a JSON record; NaN when missing.
@@ -236,8 +250,19 @@ fn link_value(
         _ => vec![&r["bottleneck"]],
     };
     let total = |k: &str| links.iter().map(|b| num(&b[k])).sum::<f64>();
+    // The `_first` metrics weigh each link by its first flow's share of
+    // what it carries, 1/k of k flows: a link is one flow's there (the
+    // EWPHCC author's script counts each link's first flow only).
+    let first = matches!(metric, "delivery_first" | "queue_delay_first_ms");
+    let share = |b: &Value| {
+        if first {
+            1.0 / b["flows"].as_array().map_or(1, |a| a.len().max(1)) as f64
+        } else {
+            1.0
+        }
+    };
     // Offered bytes of a link: what crossed plus what was dropped.
-    let offered = |b: &Value| num(&b["bytes"]) / (1.0 - num(&b["loss_rate"]));
+    let offered = |b: &Value| share(b) * num(&b["bytes"]) / (1.0 - num(&b["loss_rate"]));
     let loss = || {
         if links.len() == 1 {
             return num(&links[0]["loss_rate"]);
@@ -258,20 +283,21 @@ fn link_value(
         "drops" => total("drops"),
         "utilization" => 100.0 * mean("utilization"),
         "utilization_steady" => 100.0 * mean("utilization_steady"),
-        "queue_delay_ms" => {
-            let w = total("bytes");
+        "queue_delay_ms" | "queue_delay_first_ms" => {
+            let weight = |b: &Value| share(b) * num(&b["bytes"]);
+            let w: f64 = links.iter().map(|b| weight(b)).sum();
             if links.len() == 1 || w <= 0.0 {
                 num(&links[0]["queue_delay_ms_mean"])
             } else {
                 links
                     .iter()
-                    .map(|b| num(&b["queue_delay_ms_mean"]) * num(&b["bytes"]))
+                    .map(|b| num(&b["queue_delay_ms_mean"]) * weight(b))
                     .sum::<f64>()
                     / w
             }
         }
         "loss_rate" => 100.0 * loss(),
-        // delivery_ratio, the one link metric left.
+        // delivery_ratio and delivery_first, the link metrics left.
         _ => 100.0 * (1.0 - loss()),
     }))
 }
@@ -330,6 +356,8 @@ const LINK_METRICS: &[&str] = &[
     "queue_pkts",
     "loss_rate",
     "delivery_ratio",
+    "delivery_first",
+    "queue_delay_first_ms",
     "jain",
 ];
 
@@ -461,6 +489,42 @@ mod tests {
             vec![100.0]
         );
         assert_eq!(d.values("drops", Some("#1")).unwrap(), vec![0.0]);
+    }
+
+    #[test]
+    fn first_flow_metrics_weigh_each_link_by_one_of_its_flows() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = |bytes: f64, loss: f64, q: f64, flows: &[u64]| {
+            serde_json::json!({"drops": 0, "bytes": bytes, "loss_rate": loss,
+                "queue_delay_ms_mean": q, "utilization": 0.5, "utilization_steady": 0.5, "flows": flows})
+        };
+        // p1: one flow, 900 of 1000 bytes through; p2: four flows, 3000
+        // of 6000 through.
+        let flows: Vec<serde_json::Value> = (0..5)
+            .map(|i| serde_json::json!({"index": i, "cc": "vegas"}))
+            .collect();
+        let summary = serde_json::json!({
+            "bottleneck": {"direction": "down"},
+            "repetitions": [{
+                "rep": 1,
+                "bottleneck": link(900.0, 0.1, 2.0, &[0]),
+                "links": {"p1": link(900.0, 0.1, 2.0, &[0]), "p2": link(3000.0, 0.5, 10.0, &[1, 2, 3, 4])},
+                "flows": flows
+            }]
+        });
+        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        let d = RunData::load(dir.path()).unwrap();
+        // Every flow: (900 + 3000) / (1000 + 6000) delivered.
+        let all = d.values("delivery_ratio", None).unwrap()[0];
+        assert!((all - 100.0 * 3900.0 / 7000.0).abs() < 1e-9, "{all}");
+        // First flows: 900 + 750 of 1000 + 1500.
+        let first = d.values("delivery_first", None).unwrap()[0];
+        assert!((first - 100.0 * 1650.0 / 2500.0).abs() < 1e-9, "{first}");
+        let q = d.values("queue_delay_first_ms", None).unwrap()[0];
+        assert!(
+            (q - (2.0 * 900.0 + 10.0 * 750.0) / 1650.0).abs() < 1e-9,
+            "{q}"
+        );
     }
 
     #[test]

@@ -122,12 +122,23 @@ pub struct ClaimResult {
     /// The claim this one duplicates or contradicts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub related: Option<String>,
+    /// What of ours the claim tests instead of the paper's text; its
+    /// verdict is counted apart (`Counts::reinterpretation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reinterpretation: Option<String>,
 }
 
 impl ClaimResult {
     /// The verdict as tables print it (`PASS (within noise)`, ...).
     pub fn label(&self) -> String {
-        self.class.label(&self.verdict, self.related.as_deref())
+        let l = self.class.label(&self.verdict, self.related.as_deref());
+        match (&self.reinterpretation, self.class) {
+            (
+                Some(_),
+                Class::Pass | Class::Fail | Class::PassWithinNoise | Class::FailWithinNoise,
+            ) => format!("{l} (our reinterpretation, counted apart)"),
+            _ => l,
+        }
     }
 }
 

@@ -87,7 +87,12 @@ impl Manifest {
             );
         }
         if let Some(d) = &c.duplicate_of {
-            find("duplicate_of", d)?;
+            let o = find("duplicate_of", d)?;
+            if o.experiment != c.experiment || !same_runs(c, o) {
+                return Err(format!(
+                    "duplicate_of: `{d}` is measured on other runs (its experiment, `over` axis or selected points differ), so this claim is evidence of its own; count it, or mark it `contradicts` or `guaranteed`"
+                ));
+            }
         }
         if let Some(o) = &c.contradicts {
             let other = find("contradicts", o)?;
@@ -115,6 +120,7 @@ impl Manifest {
             ("if_fail", &c.if_fail),
             ("caveat", &c.caveat),
             ("note", &c.note),
+            ("guaranteed", &c.guaranteed),
         ] {
             let Some(t) = text else { continue };
             for q in super::quote::parse(t).map_err(|p| format!("{field}: {p}"))? {
@@ -403,4 +409,56 @@ fn check_selector(e: &Experiment, s: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The conditions of a selector (`aqm=red, flow=exp`), as a sorted set.
+fn conditions(selector: &str) -> Vec<String> {
+    let mut v: Vec<String> = selector
+        .split(',')
+        .map(|c| c.split_whitespace().collect::<String>())
+        .filter(|c| !c.is_empty())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Whether duplicate `c` reads runs its original `o` reads (both of one
+/// experiment): the same selectors and `over` axis, or, where `o` runs
+/// over an axis and `c` does not, `o`'s selectors narrowed to one label of
+/// that axis (one of its places).
+fn same_runs(c: &Claim, o: &Claim) -> bool {
+    let sets = |x: &Claim, extra: Option<&str>| -> Vec<Vec<String>> {
+        let mut v: Vec<Vec<String>> = x
+            .values
+            .values()
+            .map(|s| {
+                let mut cs = conditions(s);
+                if let Some(e) = extra {
+                    cs.push(e.to_string());
+                    cs.sort();
+                }
+                cs
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    if c.over == o.over {
+        return sets(c, None) == sets(o, None);
+    }
+    let (None, Some(axis)) = (&c.over, &o.over) else {
+        return false;
+    };
+    // The place c narrowed o to: its first selector's condition on `axis`.
+    let prefix = format!("{axis}=");
+    let Some(place) = c
+        .values
+        .values()
+        .next()
+        .and_then(|s| conditions(s).into_iter().find(|x| x.starts_with(&prefix)))
+    else {
+        return false;
+    };
+    sets(c, None) == sets(o, Some(&place))
 }

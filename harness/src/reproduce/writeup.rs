@@ -93,7 +93,7 @@ fn header(s: &mut String, r: &PaperResult) {
     let _ = writeln!(s, "**{} claims: {}.**\n", r.counts.claims, r.counts.line());
     let _ = writeln!(
         s,
-        "A verdict is the directional test on the means over repetitions. It counts as agreement (PASS) or disagreement (FAIL) only when it would not change if every outcome inside the repetitions' 95% confidence intervals, or smaller than the claim's minimum effect ({:.0}% of the larger side unless the claim states another), came out the other way; otherwise it is \"within noise\" and is not evidence either way. A claim that repeats another's phenomenon on the same runs (duplicate), each of a pair the paper states both ways (contradictory), and an outcome our setup guarantees are shown but not counted. Values are mean ± 95% CI half-width.\n",
+        "A verdict is the directional test on the means over repetitions. It counts as agreement (PASS) or disagreement (FAIL) only when the two sides' 95% confidence intervals do not overlap (the means differ by more than the sum of the half-widths; for a trend, its first and last points) and the difference is at least the claim's minimum effect ({:.0}% of the larger side unless the claim states another); otherwise it is \"within noise\" and is not evidence either way. A claim that repeats another's phenomenon on the same runs (duplicate), each of a pair the paper states both ways (contradictory), and an outcome our setup guarantees are shown but not counted. A claim that tests a reinterpretation of ours rather than the paper's text is counted on a line of its own. Values are mean ± 95% CI half-width.\n",
         100.0 * super::manifest::DEFAULT_MIN_EFFECT
     );
     if r.interrupted {
@@ -158,6 +158,9 @@ fn verdicts(s: &mut String, r: &PaperResult) {
                     }
                 }
             }
+        }
+        if let Some(re) = &c.reinterpretation {
+            let _ = write!(s, " **Tests our reinterpretation:** {re}");
         }
         if let Some(cv) = &c.caveat {
             let _ = write!(s, " **Caveat:** {cv}");
@@ -262,6 +265,11 @@ pub fn terminal(r: &PaperResult) -> String {
         }
         use super::Class;
         let mark = match c.class {
+            Class::Pass | Class::Fail | Class::PassWithinNoise | Class::FailWithinNoise
+                if c.reinterpretation.is_some() =>
+            {
+                "r"
+            }
             Class::PassWithinNoise | Class::FailWithinNoise => "*",
             Class::Duplicate | Class::Contradictory | Class::Guaranteed => "-",
             Class::Unmeasured => "!",
@@ -279,7 +287,7 @@ pub fn terminal(r: &PaperResult) -> String {
     }
     let _ = writeln!(
         s,
-        "  (* within noise; - not counted: duplicate, contradictory or guaranteed; ! not measured)  → {}",
+        "  (* within noise; - not counted: duplicate, contradictory or guaranteed; ! not measured; r our reinterpretation, counted apart)  → {}",
         r.dir.join("REPRODUCTION.md").display()
     );
     s

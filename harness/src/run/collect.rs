@@ -388,6 +388,7 @@ fn add_qlog_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, r
         r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
         r.cwnd_cv = s.cwnd.as_ref().map(|c| c.cv);
         r.slow_start = s.slow_start.clone();
+        r.metrics_last = s.metrics_last.clone();
         if s.packets.data_packets > 0 {
             r.data_packet_bytes_mean = Some(s.packets.data_mean_bytes);
             r.data_packet_small_share = Some(s.packets.data_small_share);

@@ -81,6 +81,11 @@ pub struct FlowResult {
     /// [`qlog_analysis::slow_start`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_start: Option<qlog_analysis::slow_start::SlowStartSummary>,
+    /// The last value of each of the sender's own metrics in its qlog (a
+    /// plugin's, such as `smcc_alpha`; `--qlog-level metrics` or more);
+    /// absent without them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics_last: std::collections::BTreeMap<String, f64>,
     /// Mean size of the sender's data packets, bytes, and the share of them
     /// under 95% of its largest (from its qlog's packet events; null
     /// without them): which packet regime a result comes from
