@@ -265,19 +265,23 @@ pub fn terminal(r: &PaperResult) -> String {
         }
         use super::Class;
         let mark = match c.class {
-            Class::Pass | Class::Fail | Class::PassWithinNoise | Class::FailWithinNoise
-                if c.reinterpretation.is_some() =>
-            {
-                "r"
-            }
             Class::PassWithinNoise | Class::FailWithinNoise => "*",
             Class::Duplicate | Class::Contradictory | Class::Guaranteed => "-",
             Class::Unmeasured => "!",
             _ => " ",
         };
+        let counted = matches!(
+            c.class,
+            Class::Pass | Class::Fail | Class::PassWithinNoise | Class::FailWithinNoise
+        );
+        let mark = if counted && c.reinterpretation.is_some() {
+            format!("{}r", mark.trim())
+        } else {
+            mark.to_string()
+        };
         let _ = writeln!(
             s,
-            "  {:<4}{} {:<14} {:<12} {}",
+            "  {:<4}{:<2} {:<14} {:<12} {}",
             c.verdict,
             mark,
             c.id,
