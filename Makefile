@@ -133,9 +133,13 @@ bench-sim: bootstrap
 small-packets: bootstrap
 	./scripts/small-packets.sh
 
-# The same scenarios on sim and on emu (real processes), side by side.
+# The same scenarios on sim and on emu (real processes), side by side, with
+# the agreement goals: studies/sim-vs-emu.toml, published in
+# docs/virtual-time.md (about 13 minutes; STUDY_ARGS adds cclab study
+# flags, e.g. STUDY_ARGS="--axis rate=100mbit,500mbit --set link.rtt=20ms").
 sim-vs-emu: bootstrap
-	./scripts/sim-vs-emu.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/sim-vs-emu.toml --publish $(STUDY_ARGS)
 
 # docs/topologies.md's figures: RTT fairness on sim (CUBIC, NewReno) and
 # the parking lot on sim and emu per link, with the sim-vs-emu goals
@@ -202,11 +206,14 @@ netem-vs-emu: bootstrap
 	./scripts/netem-vs-emu.sh
 
 # Our plugins against Linux's own TCP implementations of the same
-# algorithms, one flow alone on the same kernel netem link (in one guest
-# when this host has no netem), with sim and the emulator's IP mode as
-# references; tables and cwnd/queue figures.
+# algorithms, one flow alone on the same kernel netem link (through the
+# guest router when this host has no netem), with sim and the emulator's IP
+# mode as references, controls, tables and cwnd/queue figures:
+# studies/kernel-vs-plugin.toml, published in docs/kernel-vs-plugin.md.
+# Root. About 70 minutes (STUDY_ARGS="--repetitions 1": about 30).
 kernel-vs-plugin: bootstrap
-	./scripts/kernel-vs-plugin.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
+	target/release/cclab study studies/kernel-vs-plugin.toml --publish $(STUDY_ARGS)
 
 # System calls per data packet over the whole endpoint processes (perf's
 # raw_syscalls counter, every thread): QUIC at 20 and 100 Mbit/s (NewReno,

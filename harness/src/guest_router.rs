@@ -307,6 +307,15 @@ impl Drop for RcvBuf {
     }
 }
 
+/// Whether `e` says the guest ended before its agent answered (not a
+/// refusal or a timeout: those would only repeat).
+fn died_booting(e: &GuestError) -> bool {
+    matches!(e, GuestError::Agent(m) if m.starts_with(GUEST_STOPPED))
+}
+
+/// How an answer that never came because the guest ended begins.
+const GUEST_STOPPED: &str = "the guest stopped";
+
 fn ip(args: &[&str]) -> Result<String, NetnsError> {
     netns::run("ip", args)
 }
@@ -380,7 +389,17 @@ impl GuestRouter {
                 return Err(e);
             }
         };
-        match Self::start(&wire_ns, host_macs, interfaces, verbose, t0) {
+        // A user-mode kernel now and then dies of a fault while it boots
+        // (a fatal SIGSEGV in init, seen once under load): one more boot
+        // on the same wires, said on the terminal.
+        let mut booted = Self::start(&wire_ns, host_macs.clone(), interfaces, verbose, t0);
+        if let Err(e) = &booted {
+            if died_booting(e) {
+                eprintln!("cclab: the guest router's kernel stopped while it booted; booting it once more ({e})");
+                booted = Self::start(&wire_ns, host_macs, interfaces, verbose, t0);
+            }
+        }
+        match booted {
             Ok(r) => Ok(r),
             Err(e) => {
                 let _ = netns::delete(&wire_ns);
@@ -531,7 +550,7 @@ impl GuestRouter {
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(GuestError::Agent(format!(
-                        "the guest stopped; {}",
+                        "{GUEST_STOPPED}; {}",
                         self.last_words()
                     )))
                 }

@@ -23,6 +23,7 @@ pub mod reproduce;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod study;
 pub mod sweep;
 pub mod tune;
 pub mod vm;

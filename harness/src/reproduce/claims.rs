@@ -702,6 +702,7 @@ values = ["a", "b"]
             data.insert(dir.clone(), Ok(run(&dir, reps)));
             jobs.push(Job {
                 exp,
+                name: point.dir_name(),
                 qlog: quic_app::QlogLevel::Off,
                 point,
                 dir,

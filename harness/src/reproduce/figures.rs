@@ -39,7 +39,7 @@ fn colours(m: &Manifest) -> BTreeMap<String, RGBColor> {
 }
 
 /// Draws the paper's figures; returns the file names written.
-pub(super) fn figures(
+pub(crate) fn figures(
     m: &Manifest,
     jobs: &JobView<'_>,
     data: &BTreeMap<PathBuf, Result<RunData, String>>,
@@ -63,7 +63,12 @@ pub(super) fn figures(
         }
         let (xd, yd) = axes_desc(m, f);
         let name = format!("fig-{}.svg", f.id);
-        let title = format!("{} (ours): {}", f.source, f.experiment);
+        // A study (no paper) titles its figures itself.
+        let title = if m.seed.is_empty() {
+            f.source.clone()
+        } else {
+            format!("{} (ours): {}", f.source, f.experiment)
+        };
         if let Ok(svg) = chart(&title, &xd, &yd, &lines, &palette) {
             let tmp = out.join(format!(".{name}.tmp"));
             if std::fs::write(&tmp, svg).is_ok() && std::fs::rename(&tmp, out.join(&name)).is_ok() {
@@ -245,6 +250,19 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
                     .collect()
             })
             .unwrap_or_default();
+    }
+    // A Linux TCP flow: its sender's TCP_INFO samples.
+    if let Some(rel) = f["tcp_records"]["sender"].as_str() {
+        let start = f["start_s"].as_f64().unwrap_or(0.0);
+        let recs = crate::scenario::tcp::read_records(&dir.join(rel));
+        return crate::scenario::tcp::sender_samples(&recs)
+            .iter()
+            .filter_map(|x| match signal {
+                "cwnd" => Some((start + x.t_s, x.cwnd_bytes / 1e3)),
+                "rtt" => Some((start + x.t_s, x.srtt_ms)),
+                _ => None,
+            })
+            .collect();
     }
     let Some(rel) = f["qlog"]["sender"].as_str() else {
         return Vec::new();

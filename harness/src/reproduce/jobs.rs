@@ -6,21 +6,26 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 use std::time::Instant;
 
 use super::manifest::{Experiment, Manifest, Point, Selector};
 use super::{Build, Options, ReproError};
+use crate::link::Backend;
 use crate::run::{RunConfig, RunError};
 use crate::scenario::Scenario;
 
 /// One point to run.
-pub(super) struct Job {
-    pub(super) exp: usize,
-    pub(super) qlog: quic_app::QlogLevel,
-    pub(super) point: Point,
-    pub(super) dir: PathBuf,
-    pub(super) scenario: Scenario,
+pub(crate) struct Job {
+    /// Index of its experiment.
+    pub(crate) exp: usize,
+    /// `<experiment>/<point>`, for progress lines and failures.
+    pub(crate) name: String,
+    pub(crate) qlog: quic_app::QlogLevel,
+    pub(crate) point: Point,
+    pub(crate) dir: PathBuf,
+    /// Its backend is `scenario.link.backend`.
+    pub(crate) scenario: Scenario,
 }
 
 /// The scenario of one point.
@@ -37,12 +42,26 @@ pub fn point_scenario(
     let source = format!("{}/paper.toml experiment {}", m.dir.display(), e.id);
     let mut sc = base.with_overrides(&ov, &source)?;
     sc.name = format!("{}/{}/{}", m.paper, e.id, p.dir_name());
-    sc.link.backend = opts.backend;
-    if opts.quick {
+    // The options' backend, unless the experiment or an axis sets one.
+    if !ov.iter().any(|(k, _)| k == "link.backend") {
+        sc.link.backend = opts.backend;
+    }
+    apply_quick(&mut sc, e, opts.quick, &source)?;
+    Ok(sc)
+}
+
+/// `e.quick`'s duration and repetitions, when `quick`.
+pub(crate) fn apply_quick(
+    sc: &mut Scenario,
+    e: &Experiment,
+    quick: bool,
+    source: &str,
+) -> Result<(), ReproError> {
+    if quick {
         if let Some(d) = &e.quick.duration {
             let ns = crate::link::units::parse_duration_ns(d).ok_or_else(|| {
                 crate::scenario::ScenarioError {
-                    source: source.clone(),
+                    source: source.to_string(),
                     field: "quick.duration".into(),
                     problem: format!("`{d}` is not a time such as 20s"),
                 }
@@ -53,12 +72,12 @@ pub fn point_scenario(
             sc.repetitions = r.clamp(1, 1000);
         }
     }
-    Ok(sc)
+    Ok(())
 }
 
 /// Metrics and figures that need the senders' qlog (the rest come from
 /// the link and the clients' reports).
-const QLOG_METRICS: &[&str] = &[
+pub(crate) const QLOG_METRICS: &[&str] = &[
     "rtt_ms",
     "rtt_p95_ms",
     "cwnd_cv",
@@ -119,7 +138,7 @@ fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app
 
 /// Every point's job, its scenario resolved first: a bad field stops the
 /// paper before anything runs.
-pub(super) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>, ReproError> {
+pub(crate) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>, ReproError> {
     let mut jobs = Vec::new();
     for (ei, e) in m.experiments.iter().enumerate() {
         for p in e.points(opts.quick) {
@@ -127,6 +146,7 @@ pub(super) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>,
             let dir = out.join("runs").join(&e.id).join(p.dir_name());
             jobs.push(Job {
                 exp: ei,
+                name: format!("{}/{}", e.id, p.dir_name()),
                 qlog: qlog_for(m, e, &p, opts),
                 point: p,
                 dir,
@@ -137,6 +157,9 @@ pub(super) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>,
     Ok(jobs)
 }
 
+/// The file in a run directory naming the qlog level it ran at.
+const QLOG_FILE: &str = "qlog-level";
+
 /// The file in a run directory naming the build that made it.
 pub(super) const BUILD_FILE: &str = "build.json";
 
@@ -146,19 +169,63 @@ pub(super) fn recorded_build(dir: &Path) -> Option<Build> {
     serde_json::from_slice(&b).ok()
 }
 
-/// The jobs to run: all but complete runs of the same scenario made by
-/// `build`; stale leftovers are removed. Also returns how many complete
-/// runs of the same scenario are re-run because another build made them.
-fn to_do(jobs: &[Job], build: &Build) -> Result<(Vec<usize>, usize), ReproError> {
+/// The builds of the backends a set of runs uses: a sim run is reused
+/// under the same `cclab`, a real one under the same `cclab`,
+/// `quic-server` and `quic-client` ([`Build::current`]).
+pub(crate) struct Builds(Vec<(Backend, Build)>);
+
+impl Builds {
+    /// The builds for every backend in `jobs`, and `default`.
+    pub(crate) fn of(jobs: &[Job], default: Backend, bin_dir: &Path) -> std::io::Result<Builds> {
+        let mut v: Vec<(Backend, Build)> = Vec::new();
+        for b in jobs
+            .iter()
+            .map(|j| j.scenario.link.backend)
+            .chain([default])
+        {
+            if !v.iter().any(|(x, _)| *x == b) {
+                v.push((b, Build::current(b, bin_dir)?));
+            }
+        }
+        Ok(Builds(v))
+    }
+
+    /// The build that makes `backend`'s runs.
+    pub(crate) fn get(&self, backend: Backend) -> &Build {
+        self.0
+            .iter()
+            .find(|(b, _)| *b == backend)
+            .map(|(_, x)| x)
+            .unwrap_or(&self.0[0].1)
+    }
+}
+
+/// The jobs to run among `todo_of` (all when `None`): all but complete
+/// runs of the same scenario made by the same build; stale leftovers are
+/// removed. Also returns how many complete runs of the same scenario are
+/// re-run because another build made them.
+fn to_do(
+    jobs: &[Job],
+    builds: &Builds,
+    todo_of: Option<&[usize]>,
+) -> Result<(Vec<usize>, usize), ReproError> {
     let mut todo = Vec::new();
     let mut rebuilt = 0;
     for (i, j) in jobs.iter().enumerate() {
+        if todo_of.is_some_and(|t| !t.contains(&i)) {
+            continue;
+        }
+        let build = builds.get(j.scenario.link.backend);
         let want = toml::to_string(&j.scenario.to_toml()).unwrap_or_default();
         let complete = std::fs::read_to_string(j.dir.join("status.json"))
             .is_ok_and(|s| s.contains("\"complete\""));
         let same = std::fs::read_to_string(j.dir.join("scenario.toml")).is_ok_and(|s| s == want);
         let same_build = recorded_build(&j.dir).as_ref() == Some(build);
-        if complete && same && same_build {
+        // A run made at another qlog level lacks (or has more of) what a
+        // metric reads; runs from before the level was recorded pass.
+        let same_qlog = std::fs::read_to_string(j.dir.join(QLOG_FILE))
+            .map_or(true, |l| l.trim() == j.qlog.as_str());
+        if complete && same && same_build && same_qlog {
             continue;
         }
         if complete && same {
@@ -175,19 +242,35 @@ fn to_do(jobs: &[Job], build: &Build) -> Result<(Vec<usize>, usize), ReproError>
     Ok((todo, rebuilt))
 }
 
-/// Runs what is not already complete, `opts.jobs` at once; returns (runs
-/// executed, failures).
-pub(super) fn run_jobs(
-    m: &Manifest,
+/// Runs what is not already complete among `only` (all when `None`),
+/// `opts.jobs` at once; returns (runs executed, failures). `what` names
+/// the work in progress lines (`cclab reproduce smcc`). A run on a real
+/// backend (emu, netem) runs alone: it waits for the simulations in
+/// flight and none starts beside it, so its endpoints have the host's
+/// CPUs to themselves.
+pub(crate) fn run_jobs(
+    what: &str,
     jobs: &[Job],
-    build: &Build,
+    builds: &Builds,
+    only: Option<&[usize]>,
     opts: &Options,
 ) -> Result<(usize, Vec<String>), ReproError> {
-    let (todo, rebuilt) = to_do(jobs, build)?;
+    let (todo, rebuilt) = to_do(jobs, builds, only)?;
+    let backends: Vec<&str> = {
+        let mut v: Vec<&str> = todo
+            .iter()
+            .map(|&i| jobs[i].scenario.link.backend.as_str())
+            .collect();
+        v.sort();
+        v.dedup();
+        if v.is_empty() {
+            v.push(opts.backend.as_str());
+        }
+        v
+    };
     if !opts.quiet {
         eprintln!(
-            "cclab reproduce {}: {} run(s), {} to do{}, {} reused; build {}; {} at once on {}",
-            m.paper,
+            "{what}: {} run(s), {} to do{}, {} reused; build {}; {} at once on {}",
             jobs.len(),
             todo.len(),
             if rebuilt > 0 {
@@ -196,11 +279,12 @@ pub(super) fn run_jobs(
                 String::new()
             },
             jobs.len() - todo.len(),
-            build.git_revision,
+            builds.get(opts.backend).git_revision,
             opts.jobs.max(1),
-            opts.backend.as_str()
+            backends.join(", ")
         );
     }
+    let alone = RwLock::new(());
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let failed = Mutex::new(Vec::new());
@@ -217,12 +301,17 @@ pub(super) fn run_jobs(
                     return;
                 };
                 let t = Instant::now();
-                let name = format!(
-                    "{}/{}",
-                    m.experiments[jobs[i].exp].id,
-                    jobs[i].point.dir_name()
-                );
-                let (status, failure) = run_job(&jobs[i], opts, workers, &name, build);
+                let name = &jobs[i].name;
+                let backend = jobs[i].scenario.link.backend;
+                let (status, failure) = {
+                    // Simulations share the host; a real run has it alone.
+                    let (_shared, _alone) = if backend == Backend::Sim {
+                        (Some(alone.read()), None)
+                    } else {
+                        (None, Some(alone.write()))
+                    };
+                    run_job(&jobs[i], opts, workers, name, builds.get(backend))
+                };
                 if let Some(f) = failure {
                     failed.lock().unwrap().push(f);
                 }
@@ -231,9 +320,8 @@ pub(super) fn run_jobs(
                     let el = t0.elapsed().as_secs_f64();
                     let eta = el / n as f64 * (todo.len() - n) as f64;
                     eprintln!(
-                        "  [{n}/{}] {}/{name}: {status} in {:.1} s (elapsed {:.0} s, ETA {:.0} s)",
+                        "  [{n}/{}] {what} {name}: {status} in {:.1} s (elapsed {:.0} s, ETA {:.0} s)",
                         todo.len(),
-                        m.paper,
                         t.elapsed().as_secs_f64(),
                         el,
                         eta
@@ -255,10 +343,11 @@ fn run_job(
     name: &str,
     build: &Build,
 ) -> (String, Option<String>) {
+    let backend = j.scenario.link.backend;
     let cfg = RunConfig {
         out: j.dir.clone(),
         bin_dir: opts.bin_dir.clone(),
-        backend: opts.backend,
+        backend,
         quiet: true,
         stop: opts.stop.clone(),
         per_packet_log: false,
@@ -266,11 +355,15 @@ fn run_job(
         // repetitions of a run do.
         threads: if workers > 1 { 1 } else { 0 },
         qlog_level: j.qlog,
-        emu_mode: crate::emu::EmuMode::Relay,
+        // Linux TCP flows take the emulator's IP mode.
+        emu_mode: crate::run::default_emu_mode(&j.scenario, backend),
     };
     match crate::run::run(&j.scenario, &cfg) {
         Ok(s) if s.status == "complete" => {
-            match crate::files::write_json_atomic(&j.dir.join(BUILD_FILE), build) {
+            let recorded = std::fs::write(j.dir.join(QLOG_FILE), j.qlog.as_str())
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{QLOG_FILE}: {e}")))
+                .and_then(|()| crate::files::write_json_atomic(&j.dir.join(BUILD_FILE), build));
+            match recorded {
                 Ok(()) => ("done".to_string(), None),
                 Err(e) => (
                     format!("failed: {e}"),

@@ -126,7 +126,8 @@ pub struct Axis {
     /// Name used in selectors.
     pub name: String,
     /// The scenario field (a dotted path, as in sweeps), or several fields
-    /// set together (then each value is an array, one item per field).
+    /// set together (then each value is an array, one item per field), or
+    /// `set` (then each value is a table of field overrides).
     pub field: Fields,
     /// Its values. A string value may name another axis as `{name}`:
     /// that axis's label at the same point is put in its place
@@ -139,6 +140,10 @@ pub struct Axis {
     #[serde(default)]
     pub x: Vec<f64>,
 }
+
+/// The field name of an axis whose values are tables of overrides
+/// (`{}` for the base, `{ "flows.0.pacing" = "off", "flows.0.mtu" = 1472 }`).
+pub const SET_AXIS: &str = "set";
 
 /// One field or several.
 #[derive(Clone, Debug, Deserialize)]
@@ -318,6 +323,11 @@ pub const METRICS: &[&str] = &[
     "smcc_alpha",
     "smcc_alpha_min",
     "smcc_alpha_max",
+    "data_packet_bytes",
+    "small_share",
+    "acks_per_packet",
+    "cpu_busy",
+    "guest_cpu_busy",
 ];
 
 /// The signals a time-series figure may draw.
@@ -382,6 +392,12 @@ impl Experiment {
                         (Fields::Many(fs), toml::Value::Array(vs)) => {
                             for (f, v) in fs.iter().zip(vs) {
                                 q.overrides.push((f.clone(), v.clone()));
+                            }
+                        }
+                        // `field = "set"`: each value a table of overrides.
+                        (Fields::One(f), toml::Value::Table(t)) if f == SET_AXIS => {
+                            for (k, v) in t {
+                                q.overrides.push((k.clone(), v.clone()));
                             }
                         }
                         (f, v) => q.overrides.push((f.paths()[0].to_string(), v.clone())),

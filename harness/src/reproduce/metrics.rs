@@ -26,6 +26,10 @@
 //! | `completion_s` | transfer time of sized flows (NaN if unfinished) | max |
 //! | `goodput_cv` | std. dev. / mean of the client's 0.5 s goodput reports, after the first 5 s | mean |
 //! | `smcc_alpha`, `smcc_alpha_min`, `smcc_alpha_max` | SMCC's alpha at the run's end (the sender qlog's last `smcc_alpha`) | mean, min, max |
+//! | `data_packet_bytes` | mean size of the sender's data packets | mean |
+//! | `small_share` | % of data packets under 95% of the largest | mean |
+//! | `acks_per_packet` | ACKs the receiver sent per data packet | mean |
+//! | `cpu_busy`, `guest_cpu_busy` | % of the host's (the guest's) CPU time busy over the repetition (real backends) | – |
 //! | `eq7_mbps` | the square-root throughput `c s / (R sqrt(p))` from the flow's own loss rate and RTT (see [`eq7_mbps`]) | sum |
 
 use std::path::Path;
@@ -180,6 +184,9 @@ impl RunData {
             "completion_s" => completion_s(flows),
             "eq7_mbps" => flows.iter().map(|f| eq7_mbps(f)).sum(),
             "smcc_alpha" => mean(&|f| num(&f["metrics_last"]["smcc_alpha"])),
+            "data_packet_bytes" => mean(&|f| num(&f["data_packet_bytes_mean"])),
+            "small_share" => mean(&|f| 100.0 * num(&f["data_packet_small_share"])),
+            "acks_per_packet" => mean(&|f| num(&f["acks_per_data_packet"])),
             "smcc_alpha_min" => alphas(flows).fold(f64::NAN, f64::min),
             "smcc_alpha_max" => alphas(flows).fold(f64::NAN, f64::max),
             _ => return None,
@@ -217,6 +224,8 @@ fn link_value(
         "queue_pkts" => return Ok(None),
         // A repetition's own figure: no link to choose.
         "jain" => return Ok(Some(num(&r["jain_fairness"]))),
+        "cpu_busy" => return Ok(Some(100.0 * num(&r["cpu_busy"]))),
+        "guest_cpu_busy" => return Ok(Some(100.0 * num(&r["guest_cpu_busy"]))),
         m if is_flow_metric(m) => return Ok(None),
         _ => {}
     }
@@ -359,6 +368,8 @@ const LINK_METRICS: &[&str] = &[
     "delivery_first",
     "queue_delay_first_ms",
     "jain",
+    "cpu_busy",
+    "guest_cpu_busy",
 ];
 
 fn is_flow_metric(m: &str) -> bool {

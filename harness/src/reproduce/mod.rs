@@ -10,14 +10,14 @@
 //! its directional test evaluated on the means, and the paper's directory
 //! gets `claims.json`, `REPRODUCTION.md` and the redrawn figures.
 
-mod claims;
+pub(crate) mod claims;
 pub mod expr;
-mod figures;
-mod jobs;
+pub(crate) mod figures;
+pub(crate) mod jobs;
 pub mod manifest;
 pub mod metrics;
 pub mod quote;
-mod validate;
+pub(crate) mod validate;
 mod writeup;
 
 use std::path::{Path, PathBuf};
@@ -323,8 +323,15 @@ pub fn reproduce(paper_dir: &Path, opts: &Options) -> Result<PaperResult, ReproE
     let out = opts.out.join(&m.paper);
     std::fs::create_dir_all(&out)?;
     let jobs = jobs::plan(&m, &out, opts)?;
-    let build = Build::current(opts.backend, &opts.bin_dir)?;
-    let (ran, failed) = jobs::run_jobs(&m, &jobs, &build, opts)?;
+    let builds = jobs::Builds::of(&jobs, opts.backend, &opts.bin_dir)?;
+    let build = builds.get(opts.backend).clone();
+    let (ran, failed) = jobs::run_jobs(
+        &format!("cclab reproduce {}", m.paper),
+        &jobs,
+        &builds,
+        None,
+        opts,
+    )?;
     let interrupted = opts.stop.load(Ordering::Relaxed);
 
     // Measurements.

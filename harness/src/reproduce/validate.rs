@@ -331,7 +331,7 @@ impl Manifest {
 }
 
 /// An axis's values, labels, x positions and fields agree.
-fn validate_axis(a: &Axis) -> Result<(), String> {
+pub(crate) fn validate_axis(a: &Axis) -> Result<(), String> {
     if a.values.is_empty() {
         return Err("no values".into());
     }
@@ -348,6 +348,16 @@ fn validate_axis(a: &Axis) -> Result<(), String> {
             a.x.len(),
             a.values.len()
         ));
+    }
+    if matches!(&a.field, Fields::One(f) if f == super::manifest::SET_AXIS) {
+        if !a.values.iter().all(|v| v.is_table()) {
+            return Err(
+                "with field = \"set\" each value must be a table of overrides ({} for none)".into(),
+            );
+        }
+        if a.labels.is_empty() {
+            return Err("with field = \"set\" the values need labels".into());
+        }
     }
     if let Fields::Many(fs) = &a.field {
         let ok = a

@@ -20,6 +20,7 @@ mod merge;
 mod report;
 mod reproduce;
 mod run;
+mod study;
 mod sweep;
 mod tune;
 mod vm;
@@ -53,6 +54,10 @@ enum Cmd {
     /// Re-run a seed paper's evaluation and check its claims: PASS, FAIL
     /// (with the measured figures and the likely reason) or N/A.
     Reproduce(reproduce::ReproduceArgs),
+    /// Run a study file (studies/*.toml): experiments over any axis
+    /// (backend, algorithm, link), goals judged between arms, tables and
+    /// an HTML page; --cc, --link, --axis and --set change it.
+    Study(Box<study::StudyArgs>),
     /// Harm (Ware et al., HotNets 2019): a reference algorithm against its
     /// own kind and against a candidate, per queue limit: how much of its
     /// throughput, delay and loss the candidate costs it.
@@ -116,6 +121,7 @@ fn main() {
         Cmd::Sweep(a) => sweep::sweep(&a),
         Cmd::Tune(a) => tune::tune(*a),
         Cmd::Reproduce(a) => reproduce::reproduce(&a),
+        Cmd::Study(a) => study::study(&a),
         Cmd::Harm(a) => harm::harm(&a),
         Cmd::Merge(a) => merge::merge(&a),
         Cmd::Report(a) => report::report(&a),

@@ -1,0 +1,348 @@
+//! A study's pages: `STUDY.md` (the block the docs include), `index.html`,
+//! and `--publish`, which puts the Markdown block into the docs page
+//! between the study's markers.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::{GoalResult, StudyResult, TableResult};
+use crate::reproduce::expr::{fmt_stat, sig3, Stat};
+
+/// The unit a metric is given in, for column headers.
+pub fn unit(metric: &str) -> &'static str {
+    match metric {
+        "utilization" | "utilization_steady" | "loss_rate" | "delivery_ratio"
+        | "delivery_first" | "small_share" | "cpu_busy" | "guest_cpu_busy" => "%",
+        m if m.ends_with("_ms") => "ms",
+        "goodput_mbps" | "eq7_mbps" => "Mbit/s",
+        "data_mb" => "MB",
+        "cwnd_kb" => "KB",
+        "queue_pkts" => "packets",
+        "completion_s" => "s",
+        "data_packet_bytes" => "B",
+        _ => "",
+    }
+}
+
+fn header(metric: &str, by: &str) -> String {
+    let u = unit(metric);
+    let m = if u.is_empty() {
+        metric.to_string()
+    } else {
+        format!("{metric} ({u})")
+    };
+    if by.is_empty() {
+        m
+    } else {
+        format!("{m} {by}")
+    }
+}
+
+fn cell(s: &Option<Stat>) -> String {
+    s.as_ref().map_or_else(|| "–".to_string(), fmt_stat)
+}
+
+/// Who made the runs: each backend's build.
+fn provenance(r: &StudyResult) -> String {
+    let builds: Vec<String> = r
+        .builds
+        .iter()
+        .map(|(b, x)| format!("{b} at `{}`", x.git_revision))
+        .collect();
+    format!(
+        "{} run(s) ({} made by this invocation, the rest reused from the same build); {}; `{}`",
+        r.runs,
+        r.ran,
+        builds.join(", "),
+        r.command
+    )
+}
+
+/// The skipped points grouped by their reason, with the flow's own name
+/// taken out of it (`tcp:reno is a Linux TCP flow, ...` once for all).
+pub(super) fn skipped_by_reason(r: &StudyResult) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for k in &r.skipped {
+        // The reason without its first backquoted name.
+        let why = match (k.why.find('`'), k.why.get(1..).and_then(|t| t.find('`'))) {
+            (Some(0), Some(j)) => format!("the flow{}", &k.why[j + 2..]),
+            _ => k.why.clone(),
+        };
+        match out.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, v)) => v.push(k.point.clone()),
+            None => out.push((why, vec![k.point.clone()])),
+        }
+    }
+    out
+}
+
+fn md_table(t: &TableResult, out: &mut String) {
+    if !t.title.is_empty() {
+        let _ = writeln!(out, "**{}**\n", t.title);
+    }
+    let mut head: Vec<String> = t.row_axes.clone();
+    head.extend(t.columns.iter().map(|(m, b)| header(m, b)));
+    let _ = writeln!(out, "| {} |", head.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}",
+        head.iter()
+            .enumerate()
+            .map(|(i, _)| if i < t.row_axes.len() {
+                "---|"
+            } else {
+                "---:|"
+            })
+            .collect::<String>()
+    );
+    for (labels, cells) in &t.rows {
+        let mut row = labels.clone();
+        row.extend(cells.iter().map(cell));
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.push('\n');
+}
+
+fn place_verdict(p: &super::Place) -> String {
+    match (p.holds, p.significant) {
+        (Some(true), true) => "met".into(),
+        (Some(true), false) => "met (within noise)".into(),
+        (Some(false), true) => "missed".into(),
+        (Some(false), false) => "missed (within noise)".into(),
+        (None, _) => format!("not measured: {}", p.problem.as_deref().unwrap_or("")),
+    }
+}
+
+fn md_goal(g: &GoalResult, out: &mut String) {
+    let u = unit(&g.metric);
+    let _ = writeln!(
+        out,
+        "**{}**: {} ({}, `{}` against `{}`, within {}{}): **{}**.\n",
+        g.id,
+        g.statement,
+        g.metric,
+        g.a,
+        g.b,
+        g.within,
+        if u.is_empty() || g.within.ends_with('%') {
+            String::new()
+        } else {
+            format!(" {u}")
+        },
+        g.verdict()
+    );
+    let _ = writeln!(out, "| at | a | b | difference | tolerance | verdict |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
+    for p in &g.places {
+        let diff = match (p.a, p.b) {
+            (Some(a), Some(b)) => sig3(a.mean - b.mean),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            if p.at.is_empty() { "–" } else { &p.at },
+            cell(&p.a),
+            cell(&p.b),
+            diff,
+            p.tolerance.map_or("–".into(), sig3),
+            place_verdict(p)
+        );
+    }
+    out.push('\n');
+}
+
+/// `STUDY.md`: what the study found, with its provenance.
+pub fn markdown(r: &StudyResult) -> String {
+    markdown_with(r, "")
+}
+
+/// The Markdown with the figures' links under `fig_prefix`.
+fn markdown_with(r: &StudyResult, fig_prefix: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "### {}\n", r.title);
+    let _ = writeln!(out, "{}\n", provenance(r));
+    if r.interrupted {
+        out.push_str("**Interrupted**: some runs are missing.\n\n");
+    }
+    for f in &r.failed {
+        let _ = writeln!(out, "- failed: {f}");
+    }
+    for (why, points) in skipped_by_reason(r) {
+        let _ = writeln!(out, "- skipped {}: {why}", points.join(", "));
+    }
+    if !r.failed.is_empty() || !r.skipped.is_empty() {
+        out.push('\n');
+    }
+    for t in &r.tables {
+        md_table(t, &mut out);
+    }
+    for (title, file) in &r.figures {
+        let _ = writeln!(out, "![{title}]({fig_prefix}{file})\n");
+    }
+    if !r.goals.is_empty() {
+        out.push_str(
+            "Goals (means over the repetitions ± 95% confidence; a verdict is within noise when moving the difference by the sum of the two half-widths would change it):\n\n",
+        );
+        for g in &r.goals {
+            md_goal(g, &mut out);
+        }
+    }
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// `index.html`: the same, as a page of its own.
+pub fn html(r: &StudyResult) -> String {
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{}</title><style>\
+body{{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}}\
+table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:.25em .6em}}\
+td.n{{text-align:right;font-variant-numeric:tabular-nums}}th{{background:#f4f4f4}}\
+.met{{color:#176117}}.missed{{color:#a11}}.noise{{color:#777}}code{{background:#f4f4f4}}\
+</style></head><body>",
+        esc(&r.title)
+    );
+    let _ = write!(o, "<h1>{}</h1>", esc(&r.title));
+    if !r.about.is_empty() {
+        let _ = write!(o, "<p>{}</p>", esc(&r.about));
+    }
+    let _ = write!(o, "<p>{}</p>", esc(&provenance(r)));
+    if r.interrupted {
+        o.push_str("<p class=\"missed\"><b>Interrupted</b>: some runs are missing.</p>");
+    }
+    for f in &r.failed {
+        let _ = write!(o, "<p class=\"missed\">failed: {}</p>", esc(f));
+    }
+    for (why, points) in skipped_by_reason(r) {
+        let _ = write!(
+            o,
+            "<p class=\"noise\">skipped {}: {}</p>",
+            esc(&points.join(", ")),
+            esc(&why)
+        );
+    }
+    for t in &r.tables {
+        if !t.title.is_empty() {
+            let _ = write!(o, "<h2>{}</h2>", esc(&t.title));
+        }
+        o.push_str("<table><tr>");
+        for a in &t.row_axes {
+            let _ = write!(o, "<th>{}</th>", esc(a));
+        }
+        for (m, b) in &t.columns {
+            let _ = write!(o, "<th>{}</th>", esc(&header(m, b)));
+        }
+        o.push_str("</tr>");
+        for (labels, cells) in &t.rows {
+            o.push_str("<tr>");
+            for l in labels {
+                let _ = write!(o, "<td>{}</td>", esc(l));
+            }
+            for c in cells {
+                let _ = write!(o, "<td class=\"n\">{}</td>", esc(&cell(c)));
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</table>");
+    }
+    for (title, file) in &r.figures {
+        let svg = std::fs::read_to_string(r.dir.join(file)).unwrap_or_default();
+        let _ = write!(o, "<h2>{}</h2><div>{svg}</div>", esc(title));
+    }
+    if !r.goals.is_empty() {
+        o.push_str("<h2>Goals</h2>");
+    }
+    for g in &r.goals {
+        let _ = write!(
+            o,
+            "<h3>{}</h3><p>{} (<code>{}</code>, <code>{}</code> against <code>{}</code>, within {}): <b>{}</b></p>",
+            esc(&g.id),
+            esc(&g.statement),
+            esc(&g.metric),
+            esc(&g.a),
+            esc(&g.b),
+            esc(&g.within),
+            esc(&g.verdict())
+        );
+        o.push_str("<table><tr><th>at</th><th>a</th><th>b</th><th>difference</th><th>tolerance</th><th>verdict</th></tr>");
+        for p in &g.places {
+            let v = place_verdict(p);
+            let class = if v.starts_with("met") && p.significant {
+                "met"
+            } else if v.starts_with("missed") && p.significant {
+                "missed"
+            } else {
+                "noise"
+            };
+            let diff = match (p.a, p.b) {
+                (Some(a), Some(b)) => sig3(a.mean - b.mean),
+                _ => "–".into(),
+            };
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td></tr>",
+                esc(&p.at),
+                esc(&cell(&p.a)),
+                esc(&cell(&p.b)),
+                esc(&diff),
+                esc(&p.tolerance.map_or("–".into(), sig3)),
+                esc(&v)
+            );
+        }
+        o.push_str("</table>");
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// Puts `r`'s Markdown into `page` between `<!-- study NAME -->` and
+/// `<!-- /study NAME -->`, replacing what was there; the page is written
+/// atomically, its figures copied to `images/study-NAME-*.svg` beside it.
+/// Names the markers when they are missing.
+pub fn publish(r: &StudyResult, page: &Path) -> std::io::Result<()> {
+    let text = std::fs::read_to_string(page)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", page.display())))?;
+    let open = format!("<!-- study {} -->", r.study);
+    let close = format!("<!-- /study {} -->", r.study);
+    let (Some(i), Some(j)) = (text.find(&open), text.find(&close)) else {
+        return Err(std::io::Error::other(format!(
+            "{}: no `{open}` ... `{close}` block to replace; add the two lines where the study's tables go",
+            page.display()
+        )));
+    };
+    if j < i {
+        return Err(std::io::Error::other(format!(
+            "{}: `{close}` comes before `{open}`",
+            page.display()
+        )));
+    }
+    let images = page.parent().unwrap_or(Path::new(".")).join("images");
+    let prefix = format!("images/study-{}-", r.study);
+    if !r.figures.is_empty() {
+        std::fs::create_dir_all(&images)?;
+    }
+    for (_, file) in &r.figures {
+        std::fs::copy(
+            r.dir.join(file),
+            images.join(format!("study-{}-{file}", r.study)),
+        )?;
+    }
+    let new = format!(
+        "{}{open}\n\n{}{}",
+        &text[..i],
+        markdown_with(r, &prefix),
+        &text[j..]
+    );
+    let tmp = page.with_extension("md.tmp");
+    std::fs::write(&tmp, new)?;
+    std::fs::rename(&tmp, page)
+}

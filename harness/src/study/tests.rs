@@ -1,0 +1,176 @@
+//! Study files: what is refused (naming the field) and what the command
+//! line's changes do.
+
+use super::*;
+
+const BASE: &str = r#"
+study = "toy"
+title = "A toy study"
+[scenario]
+duration = "2s"
+repetitions = 2
+[scenario.link]
+rate = "10mbit"
+rtt = "20ms"
+queue = "1bdp"
+[[scenario.flows]]
+cc = "newreno"
+
+[[axis]]
+name = "backend"
+field = "link.backend"
+values = ["sim", "emu"]
+
+[[experiment]]
+id = "main"
+[[experiment.axis]]
+name = "cc"
+field = "flows.0.cc"
+values = ["newreno", "tcp:reno", "vegas", "tcp:vegas"]
+
+[candidates]
+axis = "cc"
+keep = ["tcp:reno", "tcp:vegas"]
+
+[[goal]]
+id = "u"
+statement = "NewReno as Linux reno"
+metric = "utilization"
+a = "cc=newreno"
+b = "cc=tcp:reno"
+within = 5
+
+[[table]]
+id = "t"
+rows = ["cc"]
+by = "backend"
+metrics = ["utilization", "queue_delay_ms"]
+"#;
+
+fn load(text: &str) -> Result<Study, StudyError> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    Study::load(&p)
+}
+
+fn err(text: &str) -> String {
+    load(text).unwrap_err().to_string()
+}
+
+#[test]
+fn a_good_study_loads() {
+    let s = load(BASE).unwrap();
+    let e = &s.experiments()[0];
+    assert_eq!(e.axes.len(), 2);
+    assert_eq!(e.points(false).len(), 8);
+}
+
+#[test]
+fn bad_fields_are_named() {
+    assert!(err(&BASE.replace("title = ", "titel = ")).contains("titel"));
+    let e = err(&BASE.replace("metric = \"utilization\"", "metric = \"speed\""));
+    assert!(
+        e.contains("goal u") && e.contains("speed") && e.contains("queue_delay_ms"),
+        "{e}"
+    );
+    let e = err(&BASE.replace("b = \"cc=tcp:reno\"", "b = \"cc=tcp:cubic\""));
+    assert!(
+        e.contains("goal u: b") && e.contains("tcp:cubic") && e.contains("tcp:vegas"),
+        "{e}"
+    );
+    let e = err(&BASE.replace("b = \"cc=tcp:reno\"", "b = \"backend=emu\""));
+    assert!(e.contains("same axes"), "{e}");
+    let e = err(&BASE.replace("a = \"cc=newreno\"", "a = \"rate=2\""));
+    assert!(
+        e.contains("`rate` is not an axis") && e.contains("backend, cc"),
+        "{e}"
+    );
+    let e = err(&BASE.replace("within = 5", "within = \"five\""));
+    assert!(e.contains("within") && e.contains("five"), "{e}");
+    let e = err(&BASE.replace("by = \"backend\"", ""));
+    assert!(e.contains("table t") && e.contains("`backend`"), "{e}");
+    let e = err(&BASE.replace(
+        "keep = [\"tcp:reno\", \"tcp:vegas\"]",
+        "keep = [\"tcp:bbr\"]",
+    ));
+    assert!(
+        e.contains("candidates.keep") && e.contains("tcp:bbr"),
+        "{e}"
+    );
+    let e = err(&BASE.replace("study = \"toy\"", "study = \"../x\""));
+    assert!(e.contains("study:"), "{e}");
+    let e = err(&BASE.replace("[scenario]", "[scenari]"));
+    assert!(e.contains("scenari"), "{e}");
+}
+
+#[test]
+fn cc_replaces_the_candidates_and_keeps_the_references() {
+    let mut s = load(BASE).unwrap();
+    s.apply(&Overrides {
+        cc: vec!["mine:k=1".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    // The goal named newreno, now gone: left out, and said so.
+    assert!(s.goals.is_empty());
+    assert!(s.notes[0].contains("goal u left out"), "{:?}", s.notes);
+    let mut s2 = load(&BASE.replace(
+        "a = \"cc=newreno\"\nb = \"cc=tcp:reno\"",
+        "a = \"cc=tcp:vegas\"\nb = \"cc=tcp:reno\"",
+    ))
+    .unwrap();
+    s2.apply(&Overrides {
+        cc: vec!["mine:k=1".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    let a = &s2.experiments()[0].axes[1];
+    let labels: Vec<String> = (0..a.values.len())
+        .map(|i| Experiment::label(a, i))
+        .collect();
+    assert_eq!(labels, ["mine:k=1", "tcp:reno", "tcp:vegas"]);
+    s = load(BASE).unwrap();
+    let e = s
+        .apply(&Overrides {
+            axes: vec![("rate".into(), vec!["1".into()])],
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--axis") && e.contains("backend, cc"), "{e}");
+}
+
+#[test]
+fn link_replaces_the_backend_axis_or_sets_the_backend() {
+    let mut s = load(BASE).unwrap();
+    s.apply(&Overrides {
+        link: vec!["sim".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(s.experiments()[0].points(false).len(), 4);
+    let e = s
+        .apply(&Overrides {
+            link: vec!["ns3".into()],
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ns3") && e.contains("sim, emu, netem"), "{e}");
+    // Without a backend axis, one backend is set on every run.
+    let no_axis = BASE
+        .replace(
+            "[[axis]]\nname = \"backend\"\nfield = \"link.backend\"\nvalues = [\"sim\", \"emu\"]\n",
+            "",
+        )
+        .replace("by = \"backend\"\n", "");
+    let mut s = load(&no_axis).unwrap();
+    assert!(s.axes.is_empty());
+    s.apply(&Overrides {
+        link: vec!["sim".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(s.set["link.backend"].as_str(), Some("sim"));
+}

@@ -1,0 +1,163 @@
+//! `cclab study` on a small study on sim: points run, a Linux TCP point
+//! the simulator cannot run is skipped with its reason, goals judged
+//! from the runs (one met, one missed beyond noise), the table filled,
+//! the pages written, a second invocation reuses every run, a shard runs
+//! its share only, and `publish` replaces the docs block.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use harness::link::Backend;
+use harness::reproduce::Options;
+use harness::study::{self, Study, StudyOptions};
+
+const STUDY: &str = r#"
+study = "toy"
+title = "A toy study"
+about = "two rates, two algorithms"
+doc = "page.md"
+[scenario]
+duration = "3s"
+repetitions = 2
+[scenario.link]
+rate = "10mbit"
+rtt = "20ms"
+queue = "1bdp"
+[[scenario.flows]]
+cc = "newreno"
+
+[[axis]]
+name = "rate"
+field = "link.rate"
+values = ["2mbit", "8mbit"]
+labels = ["2", "8"]
+
+[[experiment]]
+id = "main"
+[[experiment.axis]]
+name = "cc"
+field = "flows.0.cc"
+values = ["newreno", "cubic", "tcp:reno"]
+
+[[goal]]
+id = "same-utilization"
+statement = "NewReno and CUBIC fill the link alike"
+metric = "utilization"
+a = "cc=newreno"
+b = "cc=cubic"
+within = 15
+
+[[goal]]
+id = "rate-free"
+statement = "goodput does not depend on the rate (false)"
+metric = "goodput_mbps"
+a = "rate=2"
+b = "rate=8"
+within = [0.5, "5%"]
+
+[[table]]
+id = "goodput"
+title = "Goodput"
+rows = ["cc"]
+by = "rate"
+metrics = ["goodput_mbps", "utilization"]
+"#;
+
+fn opts(out: &std::path::Path) -> StudyOptions {
+    StudyOptions {
+        run: Options {
+            out: out.to_path_buf(),
+            quick: false,
+            backend: Backend::Sim,
+            jobs: 2,
+            quiet: true,
+            stop: Arc::new(AtomicBool::new(false)),
+            bin_dir: PathBuf::from("/nonexistent"),
+            qlog_level: quic_app::QlogLevel::Metrics,
+        },
+        shard: None,
+        no_run: false,
+        command: None,
+    }
+}
+
+#[test]
+fn a_study_runs_judges_reuses_and_publishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("toy.toml");
+    std::fs::write(&file, STUDY).unwrap();
+    let s = Study::load(&file).unwrap();
+    let out = tmp.path().join("out");
+
+    // A shard runs its share of the 4 runnable points and judges nothing.
+    let mut o = opts(&out);
+    o.shard = Some((1, 2));
+    let r = study::run(&s, &o).unwrap();
+    assert_eq!((r.runs, r.ran), (4, 2));
+    assert!(r.goals.is_empty() && !out.join("toy/study.json").exists());
+
+    let r = study::run(&s, &opts(&out)).unwrap();
+    assert_eq!(r.ran, 2, "the shard's runs are reused");
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    assert_eq!(r.skipped.len(), 2);
+    assert!(r.skipped[0].point.contains("tcp_reno") && r.skipped[0].why.contains("sim"));
+
+    let same = &r.goals[0];
+    assert_eq!((same.measured, same.met), (2, 2), "{same:?}");
+    let free = &r.goals[1];
+    // Two places (newreno, cubic); tcp:reno's were skipped: no place.
+    assert_eq!(
+        (free.measured, free.met, free.places.len()),
+        (2, 0, 2),
+        "{free:?}"
+    );
+    assert_eq!(free.missed_beyond_noise, 2);
+    let p = &free.places[0];
+    assert_eq!(p.at, "cc=newreno");
+    assert!(p.a.unwrap().mean < 2.0 && p.b.unwrap().mean > 6.0, "{p:?}");
+    // The tolerance is the larger of 0.5 and 5% of b.
+    assert!((p.tolerance.unwrap() - (0.05 * p.b.unwrap().mean).max(0.5)).abs() < 1e-9);
+
+    let t = &r.tables[0];
+    assert_eq!(t.columns.len(), 4);
+    assert_eq!(t.rows.len(), 2);
+    assert_eq!(t.rows[0].0, ["newreno"]);
+    let g2 = t.rows[0].1[0].unwrap().mean;
+    let g8 = t.rows[0].1[1].unwrap().mean;
+    assert!(g2 < 2.0 && g8 > 6.0, "{g2} {g8}");
+
+    let md = std::fs::read_to_string(out.join("toy/STUDY.md")).unwrap();
+    assert!(md.contains("| cc | goodput_mbps (Mbit/s) 2 |"), "{md}");
+    assert!(
+        md.contains("met at 0 of 2; 2 of the 2 missed beyond noise"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(out.join("toy/index.html")).unwrap();
+    assert!(html.contains("<h1>A toy study</h1>") && html.contains("class=\"missed\""));
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("toy/study.json")).unwrap()).unwrap();
+    assert_eq!(json["goals"][1]["missed_beyond_noise"], 2);
+
+    // Everything reused.
+    let again = study::run(&s, &opts(&out)).unwrap();
+    assert_eq!(again.ran, 0);
+
+    // Publishing replaces the block, and names the markers when missing.
+    let page = tmp.path().join("page.md");
+    std::fs::write(
+        &page,
+        "# Page\n\n<!-- study toy -->\nold\n<!-- /study toy -->\n\nafter\n",
+    )
+    .unwrap();
+    study::publish(&again, &page).unwrap();
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !text.contains("old")
+            && text.contains("### A toy study")
+            && text.ends_with("<!-- /study toy -->\n\nafter\n")
+    );
+    std::fs::write(&page, "# Page\n").unwrap();
+    let e = study::publish(&again, &page).unwrap_err().to_string();
+    assert!(e.contains("<!-- study toy -->"), "{e}");
+}
