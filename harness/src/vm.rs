@@ -309,7 +309,18 @@ fn init_script(
     cmd: &[String],
 ) -> String {
     let q = |p: &Path| shell_quote(&p.to_string_lossy());
+    // Where the guest kernel switches only the x87/SSE registers
+    // (`NO_XSTATE_FILTER`), glibc's AVX string functions, interrupted by a
+    // page fault, come back with their vector registers' upper halves
+    // lost: keep glibc to SSE in every guest process, from the first (the
+    // kernel's own modprobe calls included).
+    let no_avx = if uml_needs_legacy_fp() {
+        format!("export GLIBC_TUNABLES={GUEST_NO_AVX}\n")
+    } else {
+        String::new()
+    };
     let mut s = String::from("#!/bin/sh\n# Written by cclab vm: the guest's first process.\n");
+    s += &no_avx;
     s += "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
     s += "mount -t proc proc /proc\nmount -t sysfs sysfs /sys\n";
     s += "mount -t tmpfs -o mode=755 run /run\nmkdir -p /run/job /run/netns\n";
@@ -331,8 +342,11 @@ fn init_script(
         // kernel's on-demand calls) at the package's tree.
         s += "mkdir -p /run/mod/lib\n";
         s += &format!("ln -s {} /run/mod/lib/modules\n", q(root));
+        // (The tunable's text has no `%`, `'` or `\\`: it goes into the
+        // printf format as it is.)
         s += &format!(
-            "printf '#!/bin/sh\\nexec %s -d /run/mod \"$@\"\\n' {} > /run/modprobe\n",
+            "printf '#!/bin/sh\\n{}exec %s -d /run/mod \"$@\"\\n' {} > /run/modprobe\n",
+            no_avx.replace('\n', "\\n"),
             q(modprobe)
         );
         s += "chmod +x /run/modprobe\necho /run/modprobe > /proc/sys/kernel/modprobe\n";
@@ -359,6 +373,7 @@ fn init_script(
         s += &format!("export PATH={}:$PATH\n", shell_quote(&p.to_string_lossy()));
     }
     s += "export CCLAB_IN_VM=1\n";
+    s += &no_avx;
     s += GUEST_TMPDIR;
     let line: Vec<String> = cmd.iter().map(|a| shell_quote(a)).collect();
     s += &format!("cd {} || exit 1\n", q(cwd));
@@ -585,6 +600,7 @@ fn start_uml(
     };
     let netns_fd = netns.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     let die = extra.die_with_parent;
+    let legacy_fp = uml_needs_legacy_fp();
     // SAFETY: between fork and exec the child only makes async-signal-safe
     // system calls (fcntl, dup2, setns, prctl) on descriptors open here.
     unsafe {
@@ -614,11 +630,82 @@ fn start_uml(
             {
                 return err();
             }
+            if legacy_fp {
+                let prog = libc::sock_fprog {
+                    len: NO_XSTATE_FILTER.len() as u16,
+                    filter: NO_XSTATE_FILTER.as_ptr() as *mut libc::sock_filter,
+                };
+                if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0 {
+                    return err();
+                }
+            }
             Ok(())
         });
     }
     Ok((c.spawn()?, console))
 }
+
+/// The floating-point state size the user-mode kernel (Debian's 6.1)
+/// moves with `PTRACE_SETREGSET`/`NT_X86_XSTATE`: x87, SSE, AVX and
+/// AVX-512, no more (its `HOST_FP_SIZE`).
+const UML_XSTATE_BYTES: u32 = 2696;
+
+/// Whether this host's CPU has more extended state than the user-mode
+/// kernel can move (AMX tiles: the host's kernel then refuses its
+/// `PTRACE_SETREGSET` as too short, and the guest's first process dies
+/// of a fatal SIGSEGV while it boots). `CCLAB_UML_LEGACY_FP=1` or `0`
+/// forces the answer.
+pub fn uml_needs_legacy_fp() -> bool {
+    match std::env::var("CCLAB_UML_LEGACY_FP").as_deref() {
+        Ok("1") => return true,
+        Ok("0") => return false,
+        _ => {}
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // CPUID leaf 0xD is the XSAVE enumeration; ECX is the largest
+        // area the CPU's features need.
+        let max = core::arch::x86_64::__cpuid_count(0xD, 0).ecx;
+        max > UML_XSTATE_BYTES
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// glibc's tunable that keeps its string and memory functions off AVX,
+/// for the guest's processes where [`uml_needs_legacy_fp`].
+const GUEST_NO_AVX: &str =
+    "glibc.cpu.hwcaps=-AVX,-AVX2,-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-EVEX,-FMA,-BMI2";
+
+/// A seccomp filter for the user-mode kernel where [`uml_needs_legacy_fp`]:
+/// its `ptrace(PTRACE_GETREGSET or PTRACE_SETREGSET, _, NT_X86_XSTATE, _)`
+/// fails with EIO, everything else passes. It probes XSTATE support once
+/// at boot with `GETREGSET`, so it falls back to `PTRACE_GETFPREGS` and
+/// `SETFPREGS` (the x87/SSE area), which the host accepts. The cost: the
+/// AVX registers' upper halves are not switched between the threads of
+/// one guest process (each guest process is a host process of its own,
+/// whose state the host keeps).
+const NO_XSTATE_FILTER: [libc::sock_filter; 11] = {
+    const fn op(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+        libc::sock_filter { code, jt, jf, k }
+    }
+    const LD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET: u16 = 0x06; // BPF_RET | BPF_K
+    [
+        op(LD, 0, 0, 4),                               // seccomp_data.arch
+        op(JEQ, 0, 7, 0xc000_003e),                    // AUDIT_ARCH_X86_64, else allow
+        op(LD, 0, 0, 0),                               // nr
+        op(JEQ, 0, 5, 101),                            // ptrace, else allow
+        op(LD, 0, 0, 16),                              // args[0]: the request
+        op(JEQ, 1, 0, 0x4204),                         // PTRACE_GETREGSET
+        op(JEQ, 0, 2, 0x4205),                         // PTRACE_SETREGSET, else allow
+        op(LD, 0, 0, 32),                              // args[2]: the regset
+        op(JEQ, 1, 0, 0x202),                          // NT_X86_XSTATE: EIO
+        op(RET, 0, 0, 0x7fff_0000),                    // SECCOMP_RET_ALLOW
+        op(RET, 0, 0, 0x0005_0000 | libc::EIO as u32), // SECCOMP_RET_ERRNO
+    ]
+};
 
 /// The guest kernel named by `CCLAB_VM_KERNEL`, if set; an error if it
 /// names no file.
@@ -791,6 +878,50 @@ fn start_qemu(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The filter refuses the XSTATE regset with EIO and leaves every
+    /// other ptrace call alone (pid 1 is no tracee of ours: ESRCH).
+    #[test]
+    fn the_legacy_fp_filter_refuses_only_the_xstate_regset() {
+        let mut c = Command::new("true");
+        // SAFETY: the child only makes system calls (prctl, ptrace)
+        // before exec; its errors are raw OS errors, no allocation.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                let prog = libc::sock_fprog {
+                    len: NO_XSTATE_FILTER.len() as u16,
+                    filter: NO_XSTATE_FILTER.as_ptr() as *mut libc::sock_filter,
+                };
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                    || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let mut buf = [0u8; 64];
+                let mut iov = libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: buf.len(),
+                };
+                let call = |req: libc::c_uint, set: usize, iov: &mut libc::iovec| {
+                    let r = libc::ptrace(req, 1, set, iov as *mut libc::iovec);
+                    (r, *libc::__errno_location())
+                };
+                let wrong = std::io::Error::from_raw_os_error(libc::EPROTO);
+                for req in [libc::PTRACE_GETREGSET, libc::PTRACE_SETREGSET] {
+                    if call(req, 0x202, &mut iov) != (-1, libc::EIO) {
+                        return Err(wrong);
+                    }
+                    // NT_PRSTATUS passes the filter.
+                    if call(req, 1, &mut iov) != (-1, libc::ESRCH) {
+                        return Err(std::io::Error::from_raw_os_error(libc::EBADMSG));
+                    }
+                }
+                Ok(())
+            });
+        }
+        let st = c.status().unwrap();
+        assert!(st.success());
+    }
 
     #[test]
     fn quoting_survives_a_shell() {

@@ -41,7 +41,8 @@
 use serde::Serialize;
 
 /// How a trace's first slow start ended (see the module doc).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SlowStartSummary {
     /// Left slow start, s from the trace's start; null if it never did.
     pub exit_s: Option<f64>,

@@ -669,8 +669,8 @@ values = ["a", "b"]
             .map(|(i, (d, u, q, done))| {
                 serde_json::json!({
                     "rep": i + 1,
-                    "bottleneck": {"drops": d, "utilization": u, "queue_delay_ms_mean": q, "loss_rate": 0.01},
-                    "flows": [{"index": 0, "cc": "x", "bytes": 1e6, "goodput_bps": 1e6, "complete": done}]
+                    "bottleneck": {"drops": *d as u64, "utilization": u, "queue_delay_ms_mean": q, "loss_rate": 0.01},
+                    "flows": [{"index": 0, "cc": "x", "bytes": 1_000_000, "goodput_bps": 1e6, "complete": done}]
                 })
             })
             .collect();

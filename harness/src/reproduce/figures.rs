@@ -220,14 +220,17 @@ fn thin(pts: Vec<(f64, f64)>, n: usize) -> Vec<(f64, f64)> {
 /// goodput (Mbit/s) from the client's interval reports; repetition 1, the
 /// first selected flow.
 fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec<(f64, f64)> {
-    let Some(f) = d.summary["repetitions"][0]["flows"]
-        .as_array()
-        .and_then(|a| a.iter().find(|f| selects(flow, f)))
+    let Some(f) = d
+        .summary
+        .repetitions
+        .first()
+        .and_then(|r| r.flows.iter().find(|f| selects(flow, f)))
     else {
         return Vec::new();
     };
+    let start = f.start_s;
     if signal == "goodput" {
-        let i = f["index"].as_u64().unwrap_or(0);
+        let i = f.index;
         let p = dir
             .join("rep-1")
             .join(format!("flow-{i}"))
@@ -236,7 +239,6 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let start = f["start_s"].as_f64().unwrap_or(0.0);
         return v["intervals"]
             .as_array()
             .map(|a| {
@@ -252,8 +254,7 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
             .unwrap_or_default();
     }
     // A Linux TCP flow: its sender's TCP_INFO samples.
-    if let Some(rel) = f["tcp_records"]["sender"].as_str() {
-        let start = f["start_s"].as_f64().unwrap_or(0.0);
+    if let Some(rel) = f.tcp_records.get("sender") {
         let recs = crate::scenario::tcp::read_records(&dir.join(rel));
         return crate::scenario::tcp::sender_samples(&recs)
             .iter()
@@ -264,7 +265,7 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
             })
             .collect();
     }
-    let Some(rel) = f["qlog"]["sender"].as_str() else {
+    let Some(rel) = f.qlog.get("sender") else {
         return Vec::new();
     };
     let mut an = qlog_analysis::analysis::Analyzer::new(0.1, true);
@@ -274,7 +275,6 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
     let Some(c) = an.connections.first() else {
         return Vec::new();
     };
-    let start = f["start_s"].as_f64().unwrap_or(0.0);
     match signal {
         "cwnd" => c
             .series

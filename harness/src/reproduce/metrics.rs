@@ -36,10 +36,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::run::{BottleneckResult, FlowResult, RepResult, RunSummary};
+
 /// A run's result directory, read once.
 pub struct RunData {
-    /// `summary.json`.
-    pub summary: Value,
+    /// `summary.json`, typed.
+    pub summary: RunSummary,
     /// Per repetition: time-mean queue length in packets.
     queue_pkts: Vec<f64>,
     /// The run directory.
@@ -54,24 +56,16 @@ pub struct MetricError(pub String);
 impl RunData {
     /// Reads a run directory.
     pub fn load(dir: &Path) -> Result<RunData, MetricError> {
-        let p = dir.join("summary.json");
-        let summary: Value = std::fs::read(&p)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or_else(|| MetricError(format!("{}: missing or not JSON", p.display())))?;
-        let reps = summary["repetitions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let dir_name = summary["bottleneck"]["direction"]
-            .as_str()
-            .unwrap_or("down")
-            .to_string();
+        let summary = RunSummary::load(dir).map_err(|e| MetricError(e.to_string()))?;
+        let dir_name = if summary.bottleneck.direction.is_empty() {
+            "down".to_string()
+        } else {
+            summary.bottleneck.direction.clone()
+        };
         let mut queue_pkts = Vec::new();
-        for r in &reps {
-            let n = r["rep"].as_u64().unwrap_or(1);
+        for r in &summary.repetitions {
             let f = dir
-                .join(format!("rep-{n}"))
+                .join(format!("rep-{}", r.rep.max(1)))
                 .join("bottleneck-samples.jsonl");
             queue_pkts.push(mean_queue(&f, &dir_name).unwrap_or(f64::NAN));
         }
@@ -84,17 +78,15 @@ impl RunData {
 
     /// Repetitions.
     pub fn reps(&self) -> usize {
-        self.summary["repetitions"].as_array().map_or(0, Vec::len)
+        self.summary.repetitions.len()
     }
 
     /// The value of `metric` for each repetition, over the flows that
     /// `flow` selects (all when `None`).
     pub fn values(&self, metric: &str, flow: Option<&str>) -> Result<Vec<f64>, MetricError> {
-        let reps = self.summary["repetitions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        reps.iter()
+        self.summary
+            .repetitions
+            .iter()
             .enumerate()
             .map(|(i, r)| self.value(i, r, metric, flow))
             .collect()
@@ -104,33 +96,26 @@ impl RunData {
     fn value(
         &self,
         i: usize,
-        r: &Value,
+        r: &RepResult,
         metric: &str,
         flow: Option<&str>,
     ) -> Result<f64, MetricError> {
-        let flows: Vec<&Value> = r["flows"]
-            .as_array()
-            .map(|a| a.iter().filter(|f| selects(flow, f)).collect())
-            .unwrap_or_default();
+        let flows: Vec<&FlowResult> = r.flows.iter().filter(|f| selects(flow, f)).collect();
         if flows.is_empty() && is_flow_metric(metric) {
             return Err(MetricError(format!(
                 "no flow matches `flow={}`; flows: {}",
                 flow.unwrap_or(""),
-                r["flows"]
-                    .as_array()
-                    .map(|a| a
-                        .iter()
-                        .filter_map(|f| f["cc"].as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "))
-                    .unwrap_or_default()
+                r.flows
+                    .iter()
+                    .map(|f| f.cc.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
-        let selected: Option<Vec<u64>> =
-            flow.map(|_| flows.iter().filter_map(|f| f["index"].as_u64()).collect());
+        let selected: Option<Vec<usize>> = flow.map(|_| flows.iter().map(|f| f.index).collect());
         let v = match link_value(metric, r, selected.as_deref())? {
             Some(v) => v,
-            None if metric == "queue_pkts" && r["links"].as_object().is_some_and(|o| o.len() > 1) => {
+            None if metric == "queue_pkts" && r.links.len() > 1 => {
                 return Err(MetricError(
                     "queue_pkts samples one link; this run has several: use queue_delay_ms, which covers every link".into(),
                 ))
@@ -148,9 +133,9 @@ impl RunData {
 
     /// A flow metric over `flows` of repetition `r`; `None` for a metric
     /// that is not one.
-    fn flow_value(&self, metric: &str, r: &Value, flows: &[&Value]) -> Option<f64> {
-        let sum = |k: &str| flows.iter().map(|f| num(&f[k])).sum::<f64>();
-        let mean = |g: &dyn Fn(&Value) -> f64| {
+    fn flow_value(&self, metric: &str, r: &RepResult, flows: &[&FlowResult]) -> Option<f64> {
+        let sum = |g: &dyn Fn(&FlowResult) -> f64| flows.iter().map(|f| g(f)).sum::<f64>();
+        let mean = |g: &dyn Fn(&FlowResult) -> f64| {
             let v: Vec<f64> = flows
                 .iter()
                 .map(|f| g(f))
@@ -162,31 +147,30 @@ impl RunData {
                 v.iter().sum::<f64>() / v.len() as f64
             }
         };
+        let opt = |x: Option<f64>| x.unwrap_or(f64::NAN);
         Some(match metric {
-            "goodput_mbps" => sum("goodput_bps") / 1e6,
-            "data_mb" => sum("bytes") / 1e6,
-            "rtt_ms" => mean(&|f| num(&f["rtt_ms"]["mean"])),
-            "rtt_p95_ms" => mean(&|f| num(&f["rtt_ms"]["p95"])),
-            "cwnd_cv" => mean(&|f| num(&f["cwnd_cv"])),
-            "cwnd_kb" => mean(&|f| num(&f["cwnd_mean"]) / 1e3),
-            "lost" => sum("lost_packets"),
+            "goodput_mbps" => sum(&|f| f.goodput_bps) / 1e6,
+            "data_mb" => sum(&|f| f.bytes as f64) / 1e6,
+            "rtt_ms" => mean(&|f| opt(f.rtt_ms.as_ref().map(|r| r.mean))),
+            "rtt_p95_ms" => mean(&|f| opt(f.rtt_ms.as_ref().map(|r| r.p95))),
+            "cwnd_cv" => mean(&|f| opt(f.cwnd_cv)),
+            "cwnd_kb" => mean(&|f| opt(f.cwnd_mean) / 1e3),
+            "lost" => sum(&|f| opt(f.lost_packets.map(|l| l as f64))),
             "goodput_cv" => mean(&|f| {
-                let n = r["rep"].as_u64().unwrap_or(1);
-                let i = f["index"].as_u64().unwrap_or(0);
                 goodput_cv(
                     &self
                         .dir
-                        .join(format!("rep-{n}"))
-                        .join(format!("flow-{i}"))
+                        .join(format!("rep-{}", r.rep.max(1)))
+                        .join(format!("flow-{}", f.index))
                         .join("client.json"),
                 )
             }),
             "completion_s" => completion_s(flows),
             "eq7_mbps" => flows.iter().map(|f| eq7_mbps(f)).sum(),
-            "smcc_alpha" => mean(&|f| num(&f["metrics_last"]["smcc_alpha"])),
-            "data_packet_bytes" => mean(&|f| num(&f["data_packet_bytes_mean"])),
-            "small_share" => mean(&|f| 100.0 * num(&f["data_packet_small_share"])),
-            "acks_per_packet" => mean(&|f| num(&f["acks_per_data_packet"])),
+            "smcc_alpha" => mean(&|f| opt(f.metrics_last.get("smcc_alpha").copied())),
+            "data_packet_bytes" => mean(&|f| opt(f.data_packet_bytes_mean)),
+            "small_share" => mean(&|f| 100.0 * opt(f.data_packet_small_share)),
+            "acks_per_packet" => mean(&|f| opt(f.acks_per_data_packet)),
             "smcc_alpha_min" => alphas(flows).fold(f64::NAN, f64::min),
             "smcc_alpha_max" => alphas(flows).fold(f64::NAN, f64::max),
             _ => return None,
@@ -196,16 +180,11 @@ impl RunData {
 
 /// The selected SMCC flows' alpha at the end of the run (their qlog's
 /// last `smcc_alpha`), those that logged one.
-fn alphas<'a>(flows: &'a [&'a Value]) -> impl Iterator<Item = f64> + 'a {
+fn alphas<'a>(flows: &'a [&'a FlowResult]) -> impl Iterator<Item = f64> + 'a {
     flows
         .iter()
-        .map(|f| num(&f["metrics_last"]["smcc_alpha"]))
+        .filter_map(|f| f.metrics_last.get("smcc_alpha").copied())
         .filter(|x| x.is_finite())
-}
-
-/// A number of a JSON record; NaN when missing.
-fn num(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(f64::NAN)
 }
 
 /// A link metric of repetition `r` (but `queue_pkts`, from the samples);
@@ -217,90 +196,94 @@ fn num(v: &Value) -> f64 {
 /// crossed each, utilization averaged.
 fn link_value(
     metric: &str,
-    r: &Value,
-    selected: Option<&[u64]>,
+    r: &RepResult,
+    selected: Option<&[usize]>,
 ) -> Result<Option<f64>, MetricError> {
+    let opt = |x: Option<f64>| x.unwrap_or(f64::NAN);
     match metric {
         "queue_pkts" => return Ok(None),
         // A repetition's own figure: no link to choose.
-        "jain" => return Ok(Some(num(&r["jain_fairness"]))),
-        "cpu_busy" => return Ok(Some(100.0 * num(&r["cpu_busy"]))),
-        "guest_cpu_busy" => return Ok(Some(100.0 * num(&r["guest_cpu_busy"]))),
+        "jain" => return Ok(Some(opt(r.jain_fairness))),
+        "cpu_busy" => return Ok(Some(100.0 * opt(r.cpu_busy))),
+        "guest_cpu_busy" => return Ok(Some(100.0 * opt(r.guest_cpu_busy))),
         m if is_flow_metric(m) => return Ok(None),
         _ => {}
     }
-    let links: Vec<&Value> = match r["links"].as_object() {
-        Some(o) if !o.is_empty() => {
-            let mine = |l: &Value| {
-                let fl: Vec<u64> = l["flows"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
-                    .unwrap_or_default();
-                selected.is_none_or(|s| !fl.is_empty() && fl.iter().all(|i| s.contains(i)))
-            };
-            let v: Vec<&Value> = o.values().filter(|l| mine(l)).collect();
-            if v.is_empty() {
-                return Err(MetricError(format!(
-                    "{metric}: no link is crossed only by the selected flows ({}); links: {}",
-                    selected
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|i| format!("#{i}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    o.iter()
-                        .map(|(n, l)| format!("{n} (flows {})", l["flows"]))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-            v
+    // Each link with the flows that cross it (none known for a single
+    // bottleneck: then every flow).
+    let links: Vec<(&BottleneckResult, &[usize])> = if r.links.is_empty() {
+        vec![(&r.bottleneck, &[][..])]
+    } else {
+        let mine = |fl: &[usize]| {
+            selected.is_none_or(|s| !fl.is_empty() && fl.iter().all(|i| s.contains(i)))
+        };
+        let v: Vec<(&BottleneckResult, &[usize])> = r
+            .links
+            .values()
+            .filter(|l| mine(&l.flows))
+            .map(|l| (&l.link, l.flows.as_slice()))
+            .collect();
+        if v.is_empty() {
+            return Err(MetricError(format!(
+                "{metric}: no link is crossed only by the selected flows ({}); links: {}",
+                selected
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|i| format!("#{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                r.links
+                    .iter()
+                    .map(|(n, l)| format!("{n} (flows {:?})", l.flows))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
         }
-        _ => vec![&r["bottleneck"]],
+        v
     };
-    let total = |k: &str| links.iter().map(|b| num(&b[k])).sum::<f64>();
     // The `_first` metrics weigh each link by its first flow's share of
     // what it carries, 1/k of k flows: a link is one flow's there (the
     // EWPHCC author's script counts each link's first flow only).
     let first = matches!(metric, "delivery_first" | "queue_delay_first_ms");
-    let share = |b: &Value| {
+    let share = |flows: &[usize]| {
         if first {
-            1.0 / b["flows"].as_array().map_or(1, |a| a.len().max(1)) as f64
+            1.0 / flows.len().max(1) as f64
         } else {
             1.0
         }
     };
+    let loss_of = |b: &BottleneckResult| opt(b.loss_rate);
     // Offered bytes of a link: what crossed plus what was dropped.
-    let offered = |b: &Value| share(b) * num(&b["bytes"]) / (1.0 - num(&b["loss_rate"]));
+    let offered =
+        |(b, fl): &(&BottleneckResult, &[usize])| share(fl) * b.bytes as f64 / (1.0 - loss_of(b));
     let loss = || {
         if links.len() == 1 {
-            return num(&links[0]["loss_rate"]);
+            return loss_of(links[0].0);
         }
-        let off: f64 = links.iter().map(|b| offered(b)).sum();
-        let lost: f64 = links
-            .iter()
-            .map(|b| offered(b) * num(&b["loss_rate"]))
-            .sum();
+        let off: f64 = links.iter().map(offered).sum();
+        let lost: f64 = links.iter().map(|l| offered(l) * loss_of(l.0)).sum();
         if off > 0.0 {
             lost / off
         } else {
             f64::NAN
         }
     };
-    let mean = |k: &str| total(k) / links.len() as f64;
+    let mean = |g: &dyn Fn(&BottleneckResult) -> f64| {
+        links.iter().map(|(b, _)| g(b)).sum::<f64>() / links.len() as f64
+    };
     Ok(Some(match metric {
-        "drops" => total("drops"),
-        "utilization" => 100.0 * mean("utilization"),
-        "utilization_steady" => 100.0 * mean("utilization_steady"),
+        "drops" => links.iter().map(|(b, _)| b.drops as f64).sum(),
+        "utilization" => 100.0 * mean(&|b| b.utilization),
+        "utilization_steady" => 100.0 * mean(&|b| opt(b.utilization_steady)),
         "queue_delay_ms" | "queue_delay_first_ms" => {
-            let weight = |b: &Value| share(b) * num(&b["bytes"]);
-            let w: f64 = links.iter().map(|b| weight(b)).sum();
+            let weight = |(b, fl): &(&BottleneckResult, &[usize])| share(fl) * b.bytes as f64;
+            let w: f64 = links.iter().map(weight).sum();
             if links.len() == 1 || w <= 0.0 {
-                num(&links[0]["queue_delay_ms_mean"])
+                links[0].0.queue_delay_ms_mean
             } else {
                 links
                     .iter()
-                    .map(|b| num(&b["queue_delay_ms_mean"]) * weight(b))
+                    .map(|l| l.0.queue_delay_ms_mean * weight(l))
                     .sum::<f64>()
                     / w
             }
@@ -321,12 +304,12 @@ fn link_value(
 /// delivered payload counted in full datagrams). NaN without the sender's
 /// qlog (no RTT or loss count) and when the flow lost nothing (the
 /// formula has no value at `p = 0`).
-fn eq7_mbps(f: &Value) -> f64 {
+fn eq7_mbps(f: &FlowResult) -> f64 {
     let c = 1.5 * (2.0f64 / 3.0).sqrt();
     let s = quic_app::MAX_DATAGRAM_SIZE as f64;
-    let r = num(&f["rtt_ms"]["mean"]) / 1e3;
-    let lost = num(&f["lost_packets"]);
-    let sent = lost + num(&f["bytes"]) / s;
+    let r = f.rtt_ms.as_ref().map_or(f64::NAN, |r| r.mean) / 1e3;
+    let lost = f.lost_packets.map_or(f64::NAN, |l| l as f64);
+    let sent = lost + f.bytes as f64 / s;
     let p = lost / sent;
     if !(p > 0.0 && r > 0.0) {
         return f64::NAN;
@@ -335,13 +318,12 @@ fn eq7_mbps(f: &Value) -> f64 {
 }
 
 /// The longest transfer time of sized flows; NaN if one did not finish.
-fn completion_s(flows: &[&Value]) -> f64 {
+fn completion_s(flows: &[&FlowResult]) -> f64 {
     flows
         .iter()
         .map(|f| {
-            let g = num(&f["goodput_bps"]);
-            if f["complete"].as_bool() == Some(true) && g > 0.0 {
-                num(&f["bytes"]) * 8.0 / g
+            if f.complete && f.goodput_bps > 0.0 {
+                f.bytes as f64 * 8.0 / f.goodput_bps
             } else {
                 f64::NAN
             }
@@ -378,14 +360,12 @@ fn is_flow_metric(m: &str) -> bool {
 
 /// Whether flow `f` (a repetition's flow record) is selected by `sel`:
 /// `#i` its index, else its algorithm's name (the spec before `:`).
-pub fn selects(sel: Option<&str>, f: &Value) -> bool {
+pub fn selects(sel: Option<&str>, f: &FlowResult) -> bool {
     match sel {
         None => true,
         Some(s) => match s.strip_prefix('#') {
-            Some(i) => f["index"].as_u64().map(|x| x.to_string()).as_deref() == Some(i),
-            None => f["cc"]
-                .as_str()
-                .is_some_and(|cc| cc.split(':').next() == Some(s)),
+            Some(i) => f.index.to_string() == i,
+            None => f.cc.split(':').next() == Some(s),
         },
     }
 }
@@ -438,9 +418,10 @@ fn mean_queue(path: &Path, dir: &str) -> Option<f64> {
 /// Bottleneck samples of repetition 1 in the data direction: (t, value)
 /// for `queue_pkts`, `utilization` (%) or `drops` (cumulative).
 pub fn bottleneck_signal(dir: &Path, data: &RunData, signal: &str) -> Vec<(f64, f64)> {
-    let d = data.summary["bottleneck"]["direction"]
-        .as_str()
-        .unwrap_or("down");
+    let d = match data.summary.bottleneck.direction.as_str() {
+        "" => "down",
+        d => d,
+    };
     let Ok(text) = std::fs::read_to_string(dir.join("rep-1").join("bottleneck-samples.jsonl"))
     else {
         return Vec::new();
@@ -467,7 +448,7 @@ mod tests {
     #[test]
     fn link_metrics_cover_every_link_of_a_topology() {
         let dir = tempfile::tempdir().unwrap();
-        let link = |drops: u64, bytes: f64, loss: f64, q: f64, u: f64, flow: u64| {
+        let link = |drops: u64, bytes: u64, loss: f64, q: f64, u: f64, flow: u64| {
             serde_json::json!({"drops": drops, "bytes": bytes, "loss_rate": loss,
                 "queue_delay_ms_mean": q, "utilization": u, "utilization_steady": u, "flows": [flow]})
         };
@@ -475,8 +456,8 @@ mod tests {
             "bottleneck": {"direction": "down"},
             "repetitions": [{
                 "rep": 1,
-                "bottleneck": link(1, 900.0, 0.1, 2.0, 0.5, 0),
-                "links": {"p1": link(1, 900.0, 0.1, 2.0, 0.5, 0), "p2": link(0, 3000.0, 0.0, 4.0, 0.7, 1)},
+                "bottleneck": link(1, 900, 0.1, 2.0, 0.5, 0),
+                "links": {"p1": link(1, 900, 0.1, 2.0, 0.5, 0), "p2": link(0, 3000, 0.0, 4.0, 0.7, 1)},
                 "flows": [{"index": 0, "cc": "vegas"}, {"index": 1, "cc": "ewphcc"}]
             }]
         });
@@ -505,7 +486,7 @@ mod tests {
     #[test]
     fn first_flow_metrics_weigh_each_link_by_one_of_its_flows() {
         let dir = tempfile::tempdir().unwrap();
-        let link = |bytes: f64, loss: f64, q: f64, flows: &[u64]| {
+        let link = |bytes: u64, loss: f64, q: f64, flows: &[u64]| {
             serde_json::json!({"drops": 0, "bytes": bytes, "loss_rate": loss,
                 "queue_delay_ms_mean": q, "utilization": 0.5, "utilization_steady": 0.5, "flows": flows})
         };
@@ -518,8 +499,8 @@ mod tests {
             "bottleneck": {"direction": "down"},
             "repetitions": [{
                 "rep": 1,
-                "bottleneck": link(900.0, 0.1, 2.0, &[0]),
-                "links": {"p1": link(900.0, 0.1, 2.0, &[0]), "p2": link(3000.0, 0.5, 10.0, &[1, 2, 3, 4])},
+                "bottleneck": link(900, 0.1, 2.0, &[0]),
+                "links": {"p1": link(900, 0.1, 2.0, &[0]), "p2": link(3000, 0.5, 10.0, &[1, 2, 3, 4])},
                 "flows": flows
             }]
         });
@@ -582,13 +563,13 @@ mod tests {
         let s = quic_app::MAX_DATAGRAM_SIZE as f64;
         // 9900 datagrams delivered and 100 lost: p = 1%, R = 100 ms.
         let flow = |i: u64, cc: &str, lost: Value, rtt: Value| {
-            serde_json::json!({"index": i, "cc": cc, "bytes": 9900.0 * s, "goodput_bps": 1e6,
-                "rtt_ms": {"mean": rtt}, "lost_packets": lost})
+            serde_json::json!({"index": i, "cc": cc, "bytes": 9900 * s as u64, "goodput_bps": 1e6,
+                "rtt_ms": rtt, "lost_packets": lost})
         };
         let summary = serde_json::json!({"repetitions": [{"rep": 1, "flows": [
-            flow(0, "exp", 100.into(), 100.0.into()),
-            flow(1, "reno", 100.into(), 400.0.into()),
-            flow(2, "tahoe", 0.into(), 100.0.into()),
+            flow(0, "exp", 100.into(), serde_json::json!({"mean": 100.0})),
+            flow(1, "reno", 100.into(), serde_json::json!({"mean": 400.0})),
+            flow(2, "tahoe", 0.into(), serde_json::json!({"mean": 100.0})),
             flow(3, "mimd", Value::Null, Value::Null),
         ]}]});
         std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();

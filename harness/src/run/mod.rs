@@ -48,7 +48,7 @@ pub use collect::{collect_rep, EndedFlow};
 pub use result_dir::{metadata, now_rfc3339, partial_dir};
 pub use results::{
     BottleneckResult, FctClass, FlowResult, FlowSummary, LinkSummary, Recovery, RepResult, RttMs,
-    RunSummary,
+    RunSummary, SummaryError, SUMMARY_SCHEMA,
 };
 pub use summary::{mean_ci, summarize};
 

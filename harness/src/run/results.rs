@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// RTT figures from the sender's qlog, ms.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RttMs {
     /// Minimum.
     pub min: f64,
@@ -17,7 +18,8 @@ pub struct RttMs {
 }
 
 /// One flow of one repetition.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FlowResult {
     /// Flow index (after expanding counts).
     pub index: usize,
@@ -115,7 +117,8 @@ pub struct FlowResult {
 }
 
 /// One scheduled change and the link's recovery from it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Recovery {
     /// When it happened, s from the run's start.
     pub at_s: f64,
@@ -129,7 +132,8 @@ pub struct Recovery {
 }
 
 /// The bottleneck during one repetition, in the direction carrying data.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BottleneckResult {
     /// `up` or `down`.
     pub direction: String,
@@ -169,7 +173,8 @@ pub struct BottleneckResult {
 /// One link of several during one repetition (or averaged): the
 /// bottleneck's figures for that link, in the direction carrying data, and
 /// the flows that cross it.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LinkResult {
     /// Its figures, as `bottleneck` has them.
     #[serde(flatten)]
@@ -181,7 +186,8 @@ pub struct LinkResult {
 }
 
 /// One repetition.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RepResult {
     /// 1-based.
     pub rep: u32,
@@ -218,7 +224,8 @@ pub struct RepResult {
 }
 
 /// A flow averaged over repetitions, with 95% confidence half-widths.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FlowSummary {
     /// Flow index.
     pub index: usize,
@@ -274,7 +281,8 @@ pub struct FlowSummary {
 }
 
 /// [`FlowResult::slow_start`] over the repetitions that logged one.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SlowStartMeans {
     /// Mean time slow start ended (of the repetitions in which it did), s.
     pub exit_s: Option<f64>,
@@ -288,9 +296,17 @@ pub struct SlowStartMeans {
     pub exit_reasons: BTreeMap<String, u32>,
 }
 
+/// The version of `summary.json`'s layout: raised when a field is
+/// renamed, removed or changes meaning, so a reader can refuse a file it
+/// would misread. Files from before it was written have none (0).
+pub const SUMMARY_SCHEMA: u32 = 1;
+
 /// What `summary.json` holds.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RunSummary {
+    /// The layout's version ([`SUMMARY_SCHEMA`]).
+    pub schema: u32,
     /// Scenario name.
     pub scenario: String,
     /// complete, interrupted or failed.
@@ -316,8 +332,41 @@ pub struct RunSummary {
     pub repetitions: Vec<RepResult>,
 }
 
+/// Why a `summary.json` cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct SummaryError {
+    /// The file.
+    pub path: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl RunSummary {
+    /// Reads `dir/summary.json` into its types: a field of the wrong type
+    /// is named, and a file from a newer layout is refused.
+    pub fn load(dir: &std::path::Path) -> Result<RunSummary, SummaryError> {
+        let p = dir.join("summary.json");
+        let err = |problem: String| SummaryError {
+            path: p.display().to_string(),
+            problem,
+        };
+        let bytes = std::fs::read(&p).map_err(|e| err(format!("cannot read: {e}")))?;
+        let s: RunSummary =
+            serde_json::from_slice(&bytes).map_err(|e| err(format!("not a run summary: {e}")))?;
+        if s.schema > SUMMARY_SCHEMA {
+            return Err(err(format!(
+                "written in layout {} by a newer cclab; this one reads layouts up to {SUMMARY_SCHEMA}",
+                s.schema
+            )));
+        }
+        Ok(s)
+    }
+}
+
 /// The completion times of the sized flows of one size class.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FctClass {
     /// Sizes above this, bytes ...
     pub above_bytes: u64,
@@ -337,7 +386,8 @@ pub struct FctClass {
 }
 
 /// The link in a summary.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LinkSummary {
     /// emu or netem.
     pub backend: String,

@@ -65,6 +65,7 @@ pub fn summarize(
     let js: Vec<f64> = reps.iter().filter_map(|r| r.jain_fairness).collect();
     let (jain, jci) = mean_ci(&js);
     RunSummary {
+        schema: super::results::SUMMARY_SCHEMA,
         scenario: sc.name.clone(),
         status: status.into(),
         link: LinkSummary {

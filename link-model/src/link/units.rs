@@ -48,6 +48,37 @@ pub fn parse_rate(s: &str) -> Option<f64> {
     (v.is_finite() && v >= 0.0).then_some(v)
 }
 
+/// When `s` is a rate in tc's byte units (`20mbps` is 160 Mbit/s), a note
+/// saying so with its bit rate, for the run's first line; `None` for a
+/// rate in bits or no rate.
+pub fn byte_rate_note(s: &str) -> Option<String> {
+    let t = s.trim().to_ascii_lowercase();
+    if !t.ends_with("bps") {
+        return None;
+    }
+    let bps = parse_rate(&t)?;
+    let human = |v: f64| {
+        let (x, u) = [
+            (1e12, "Tbit/s"),
+            (1e9, "Gbit/s"),
+            (1e6, "Mbit/s"),
+            (1e3, "kbit/s"),
+        ]
+        .into_iter()
+        .find(|(m, _)| v >= *m)
+        .unwrap_or((1.0, "bit/s"));
+        let n = format!("{:.3}", v / x);
+        format!("{} {u}", n.trim_end_matches('0').trim_end_matches('.'))
+    };
+    let bits = t.trim_end_matches("bps").to_string() + "bit";
+    Some(format!(
+        "`{}` is {}: as in tc, bps is bytes per second (`{bits}` is {})",
+        s.trim(),
+        human(bps),
+        human(bps / 8.0),
+    ))
+}
+
 /// Formats bit/s with the largest tc unit that keeps the number >= 1.
 pub fn format_rate(bps: f64) -> String {
     for (unit, m) in [("tbit", 1e12), ("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)] {
@@ -173,6 +204,17 @@ pub fn format_duration_ns(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_rate_is_said_with_its_bit_rate() {
+        let n = byte_rate_note("20mbps").unwrap();
+        assert_eq!(
+            n,
+            "`20mbps` is 160 Mbit/s: as in tc, bps is bytes per second (`20mbit` is 20 Mbit/s)"
+        );
+        assert_eq!(byte_rate_note("20mbit"), None);
+        assert_eq!(byte_rate_note("fast"), None);
+    }
 
     #[test]
     fn durations() {

@@ -163,6 +163,11 @@ fn build_scenario(a: &RunArgs) -> Scenario {
         },
     };
     let o = overrides(a);
+    if !a.quiet {
+        for note in byte_rate_notes(a.scenario.as_deref(), &o) {
+            eprintln!("cclab: {note}");
+        }
+    }
     if a.link.link_file.is_some() {
         bad_input("--link-file is for `cclab emu` and `cclab link show`; give `cclab run` a scenario file with a [link] table");
     }
@@ -179,6 +184,34 @@ fn build_scenario(a: &RunArgs) -> Scenario {
     };
     set_transport(&mut sc, a.ack_policy.as_deref(), a.small_packets.as_deref());
     sc
+}
+
+/// A note for every rate written in tc's byte units (`20mbps`), in the
+/// scenario file or on the command line: such a rate is 8 times what a
+/// reader of "Mbps" may expect.
+fn byte_rate_notes(file: Option<&Path>, o: &[(String, toml::Value)]) -> Vec<String> {
+    fn walk(v: &toml::Value, key: &str, out: &mut Vec<String>) {
+        match v {
+            toml::Value::String(s) if key.ends_with("rate") => {
+                out.extend(harness::link::units::byte_rate_note(s));
+            }
+            toml::Value::Table(t) => t.iter().for_each(|(k, v)| walk(v, k, out)),
+            toml::Value::Array(a) => a.iter().for_each(|v| walk(v, key, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(t) = file
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| t.parse::<toml::Table>().ok())
+    {
+        walk(&toml::Value::Table(t), "", &mut out);
+    }
+    for (k, v) in o {
+        walk(v, k, &mut out);
+    }
+    out.dedup();
+    out
 }
 
 /// `--ack-policy` and `--small-packets` on every flow.
