@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use crate::run::{RepResult, RunSummary};
 
 /// A run found under the given directories.
 pub struct Run {
     pub dir: PathBuf,
-    pub summary: Value,
+    pub summary: RunSummary,
     /// A short name: the directory's name without a sweep's `0003-` prefix.
     pub label: String,
 }
@@ -44,9 +44,9 @@ fn run_label(dir: &Path) -> String {
 /// levels below each path (a sweep keeps its runs in `<out>/runs/<point>`).
 pub fn find_runs(dirs: &[PathBuf]) -> Vec<Run> {
     fn visit(d: &Path, depth: usize, out: &mut Vec<Run>) {
-        if let Ok(text) = std::fs::read_to_string(d.join("summary.json")) {
-            if let Ok(summary) = serde_json::from_str::<Value>(&text) {
-                if summary["repetitions"].is_array() {
+        if d.join("summary.json").is_file() {
+            match RunSummary::load(d) {
+                Ok(summary) => {
                     out.push(Run {
                         dir: d.to_path_buf(),
                         summary,
@@ -54,6 +54,9 @@ pub fn find_runs(dirs: &[PathBuf]) -> Vec<Run> {
                     });
                     return;
                 }
+                // Not a run's summary: said, and the directory's own
+                // subdirectories are still looked at.
+                Err(e) => eprintln!("cclab report: left out: {e}"),
             }
         }
         if depth > 0 {
@@ -105,12 +108,11 @@ pub fn group_key(cc: &str, run: &Run, runs_per_cc: &BTreeMap<String, usize>) -> 
 pub fn runs_per_cc(runs: &[Run]) -> BTreeMap<String, usize> {
     let mut n: BTreeMap<String, usize> = BTreeMap::new();
     for r in runs {
-        let mut ccs: Vec<&str> = r.summary["repetitions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|rep| rep["flows"].as_array().into_iter().flatten())
-            .filter_map(|f| f["cc"].as_str())
+        let mut ccs: Vec<&str> = r
+            .summary
+            .repetitions
+            .iter()
+            .flat_map(|rep| rep.flows.iter().map(|f| f.cc.as_str()))
             .collect();
         ccs.sort_unstable();
         ccs.dedup();
@@ -124,31 +126,32 @@ pub fn runs_per_cc(runs: &[Run]) -> BTreeMap<String, usize> {
 fn add_rep(
     groups: &mut BTreeMap<String, Group>,
     run: &Run,
-    rep: &Value,
+    rep: &RepResult,
     rpc: &BTreeMap<String, usize>,
 ) {
     let mut per_group: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for f in rep["flows"].as_array().into_iter().flatten() {
-        let cc = f["cc"].as_str().unwrap_or("?");
+    for f in &rep.flows {
+        let cc = f.cc.as_str();
         let key = group_key(cc, run, rpc);
         let g = groups.entry(key.clone()).or_default();
         g.cc = cc.to_string();
-        let goodput = f["goodput_bps"].as_f64().unwrap_or(0.0);
+        let goodput = f.goodput_bps;
         g.goodput.push(goodput);
         // Null (not measured: no qlog) stays out of the mean; a group
         // with no measured losses shows none.
-        if let Some(l) = f["lost_packets"].as_f64() {
-            g.lost.push(l);
+        if let Some(l) = f.lost_packets {
+            g.lost.push(l as f64);
         }
-        if let Some(l) = f["retransmitted_packets"].as_f64() {
-            g.retransmitted.push(l);
+        if let Some(l) = f.retransmitted_packets {
+            g.retransmitted.push(l as f64);
         }
-        if let Some(m) = f["rtt_ms"]["mean"].as_f64() {
-            g.rtt_mean.push(m);
-        }
-        if let Some(p) = f["rtt_ms"]["p95"].as_f64() {
-            g.rtt_p95.push(p);
-            per_group.entry(key).or_default().push((p, goodput / 1e6));
+        if let Some(r) = &f.rtt_ms {
+            g.rtt_mean.push(r.mean);
+            g.rtt_p95.push(r.p95);
+            per_group
+                .entry(key)
+                .or_default()
+                .push((r.p95, goodput / 1e6));
         }
     }
     for (key, pts) in per_group {
@@ -158,13 +161,9 @@ fn add_rep(
             pts.iter().map(|p| p.0).sum::<f64>() / n,
             pts.iter().map(|p| p.1).sum::<f64>() / n,
         ));
-        if let Some(u) = rep["bottleneck"]["utilization"].as_f64() {
-            g.util.push(u);
-        }
-        if let Some(q) = rep["bottleneck"]["queue_delay_ms_mean"].as_f64() {
-            g.queue.push(q);
-        }
-        if let Some(j) = rep["jain_fairness"].as_f64() {
+        g.util.push(rep.bottleneck.utilization);
+        g.queue.push(rep.bottleneck.queue_delay_ms_mean);
+        if let Some(j) = rep.jain_fairness {
             g.jain.push(j);
         }
     }
@@ -175,7 +174,7 @@ pub fn groups(runs: &[Run]) -> BTreeMap<String, Group> {
     let rpc = runs_per_cc(runs);
     let mut groups = BTreeMap::new();
     for r in runs {
-        for rep in r.summary["repetitions"].as_array().into_iter().flatten() {
+        for rep in &r.summary.repetitions {
             add_rep(&mut groups, r, rep, &rpc);
         }
     }

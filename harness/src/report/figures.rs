@@ -56,14 +56,9 @@ pub fn all(
 fn completion_times(runs: &[Run], dir: &Path) -> Result<Option<Rendered>, String> {
     let mut panels = Vec::new();
     for r in runs {
-        let colour = super::palette::colour(r.summary["flows"][0]["cc"].as_str().unwrap_or(""));
-        for c in r.summary["fct"].as_array().into_iter().flatten() {
-            let times: Vec<f64> = c["fct_s"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|t| t.as_f64())
-                .collect();
+        let colour = super::palette::colour(r.summary.flows.first().map_or("", |f| f.cc.as_str()));
+        for c in &r.summary.fct {
+            let times: Vec<f64> = c.fct_s.clone();
             if times.is_empty() {
                 continue;
             }
@@ -81,16 +76,16 @@ fn completion_times(runs: &[Run], dir: &Path) -> Result<Option<Rendered>, String
                     format!("{:.0} kB", b / 1e3)
                 }
             };
-            let above = c["above_bytes"].as_f64().unwrap_or(0.0);
-            let up_to = c["up_to_bytes"].as_f64().unwrap_or(0.0);
+            let above = c.above_bytes as f64;
+            let up_to = c.up_to_bytes as f64;
             panels.push(super::series::Panel {
                 title: format!(
                     "{}: {} to {} ({} of {} flows done)",
                     r.label,
                     kb(above),
                     kb(up_to),
-                    c["completed"],
-                    c["flows"]
+                    c.completed,
+                    c.flows
                 ),
                 colour,
                 traces: vec![super::series::Trace { colour, pts }],

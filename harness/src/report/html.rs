@@ -185,11 +185,11 @@ fn run_list(runs: &[Run]) -> String {
             format!(
                 "<li><code>{}</code>: {} ({}, {:.0} Mbit/s, {:.0} ms RTT, {})</li>",
                 esc(&r.dir.display().to_string()),
-                esc(r.summary["scenario"].as_str().unwrap_or("")),
-                esc(r.summary["link"]["backend"].as_str().unwrap_or("")),
-                r.summary["link"]["rate_bps"].as_f64().unwrap_or(0.0) / 1e6,
-                r.summary["link"]["rtt_ms"].as_f64().unwrap_or(0.0),
-                esc(r.summary["status"].as_str().unwrap_or(""))
+                esc(&r.summary.scenario),
+                esc(&r.summary.link.backend),
+                r.summary.link.rate_bps / 1e6,
+                r.summary.link.rtt_ms,
+                esc(&r.summary.status)
             )
         })
         .collect()
@@ -202,26 +202,16 @@ fn run_list(runs: &[Run]) -> String {
 pub fn recovery_rows(runs: &[Run]) -> Vec<[String; 5]> {
     let mut rows = Vec::new();
     for r in runs {
-        let mut ccs: Vec<&str> = r.summary["flows"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f["cc"].as_str())
-            .collect();
+        let mut ccs: Vec<&str> = r.summary.flows.iter().map(|f| f.cc.as_str()).collect();
         ccs.sort_unstable();
         ccs.dedup();
-        for c in r.summary["bottleneck"]["recoveries"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
+        for c in &r.summary.bottleneck.recoveries {
             rows.push([
                 r.label.clone(),
                 ccs.join(", "),
-                format!("{:.3} s", c["at_s"].as_f64().unwrap_or(0.0)),
-                c["change"].as_str().unwrap_or("").to_string(),
-                c["recovery_s"]
-                    .as_f64()
+                format!("{:.3} s", c.at_s),
+                c.change.clone(),
+                c.recovery_s
                     .map_or("not within the run".into(), |x| format!("{x:.1} s")),
             ]);
         }
@@ -272,7 +262,7 @@ fn recovery_html(runs: &[Run]) -> String {
 
 /// A note on results from the virtual-time link, when there are any.
 pub fn sim_note(runs: &[Run]) -> &'static str {
-    if runs.iter().any(|r| r.summary["link"]["backend"] == "sim") {
+    if runs.iter().any(|r| r.summary.link.backend == "sim") {
         " Runs on the <code>sim</code> link use virtual time: endpoint CPU time counts as zero."
     } else {
         ""

@@ -152,8 +152,8 @@ fn analyse(path: &std::path::Path) -> Option<qlog_analysis::analysis::Connection
     a.connections.into_iter().next()
 }
 
-fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
-    let start = f["start_s"].as_f64().unwrap_or(0.0);
+fn flow_series(run: &Run, f: &crate::run::FlowResult) -> FlowSeries {
+    let start = f.start_s;
     let shift = |pts: Vec<(f64, f64)>| -> Vec<(f64, f64)> {
         thin(&pts, MAX_POINTS_PER_LINE / 4)
             .into_iter()
@@ -161,21 +161,21 @@ fn flow_series(run: &Run, f: &serde_json::Value) -> FlowSeries {
             .collect()
     };
     let mut fs = FlowSeries {
-        cc: f["cc"].as_str().unwrap_or("?").to_string(),
-        index: f["index"].as_u64().unwrap_or(0),
+        cc: f.cc.clone(),
+        index: f.index as u64,
         cwnd: Vec::new(),
         rtt: Vec::new(),
         goodput: Vec::new(),
         bins: Vec::new(),
     };
-    if let Some(rel) = f["tcp_records"]["sender"].as_str() {
+    if let Some(rel) = f.tcp_records.get("sender") {
         let [cwnd, rtt, goodput] = tcp_series(&run.dir.join(rel));
         fs.cwnd = shift(cwnd);
         fs.rtt = shift(rtt);
         fs.goodput = shift(goodput);
         return fs;
     }
-    let qlog = |role: &str| f["qlog"][role].as_str().map(|rel| run.dir.join(rel));
+    let qlog = |role: &str| f.qlog.get(role).map(|rel| run.dir.join(rel));
     if let Some(conn) = qlog("sender").and_then(|p| analyse(&p)) {
         let end = conn.end_s;
         fs.cwnd = shift(hold_to(
@@ -265,9 +265,10 @@ fn link_dirs(run: &Run) -> Vec<(String, std::path::PathBuf)> {
 }
 
 fn run_series(run: &Run, title: String, colour: RGBColor) -> RunSeries {
-    let dir = run.summary["bottleneck"]["direction"]
-        .as_str()
-        .unwrap_or("down");
+    let dir = match run.summary.bottleneck.direction.as_str() {
+        "" => "down",
+        d => d,
+    };
     let links = link_dirs(run)
         .into_iter()
         .map(|(name, d)| {
@@ -284,9 +285,11 @@ fn run_series(run: &Run, title: String, colour: RGBColor) -> RunSeries {
             }
         })
         .collect();
-    let flows = run.summary["repetitions"][0]["flows"]
-        .as_array()
-        .cloned()
+    let flows = run
+        .summary
+        .repetitions
+        .first()
+        .map(|r| r.flows.as_slice())
         .unwrap_or_default();
     RunSeries {
         title,
@@ -303,12 +306,12 @@ fn run_series(run: &Run, title: String, colour: RGBColor) -> RunSeries {
 /// A run's panel title and colour: its group's when it runs one
 /// algorithm, else its label in neutral grey.
 fn run_heading(run: &Run, rpc: &BTreeMap<String, usize>) -> (String, RGBColor) {
-    let mut ccs: Vec<&str> = run.summary["repetitions"][0]["flows"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f["cc"].as_str())
-        .collect();
+    let mut ccs: Vec<&str> = run
+        .summary
+        .repetitions
+        .first()
+        .map(|r| r.flows.iter().map(|f| f.cc.as_str()).collect())
+        .unwrap_or_default();
     ccs.sort_unstable();
     ccs.dedup();
     match ccs.as_slice() {
