@@ -67,14 +67,22 @@ pub fn vm(a: VmArgs) -> anyhow::Result<i32> {
 
 /// Runs this same `cclab` command line, minus `--vm[=KIND]`, in a guest.
 pub fn rerun_in_vm(kind: &str, quiet: bool) -> anyhow::Result<i32> {
+    let o = vm_options(kind, quiet);
+    if o.kind == VmKind::Uml && harness::vm::uml_needs_legacy_fp() {
+        bad_input(UML_CANNOT_RUN_CCLAB);
+    }
     let mut cmd = vec![std::env::current_exe()?.to_string_lossy().into_owned()];
     cmd.extend(
         std::env::args()
             .skip(1)
             .filter(|a| a != "--vm" && !a.starts_with("--vm=")),
     );
-    run_in_guest(&cmd, &vm_options(kind, quiet))
+    run_in_guest(&cmd, &o)
 }
+
+/// Why `--vm` refuses on a CPU whose extended state the user-mode guest
+/// cannot switch (see `harness::vm::uml_needs_legacy_fp`).
+pub const UML_CANNOT_RUN_CCLAB: &str = "--vm: on this CPU the user-mode Linux guest cannot run cclab itself: the CPU has more extended register state (AMX) than the guest kernel (Debian's 6.1) can switch, so the guest's processes run with only their x87/SSE registers kept, and cclab's run, whose code picks AVX at run time, misreads even its own arguments there. Run netem links through the guest router instead: the same command without --vm (the endpoints on this host, the qdiscs in the guest); or --vm=qemu (software emulation, slow). docs/links.md says more";
 
 /// The guest's options from `--kind` (or `--vm=KIND`) and `--quiet`.
 fn vm_options(kind: &str, quiet: bool) -> VmOptions {
