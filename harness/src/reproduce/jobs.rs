@@ -164,7 +164,7 @@ const QLOG_FILE: &str = "qlog-level";
 pub(super) const BUILD_FILE: &str = "build.json";
 
 /// The build recorded in run directory `dir`, if any.
-pub(super) fn recorded_build(dir: &Path) -> Option<Build> {
+pub(crate) fn recorded_build(dir: &Path) -> Option<Build> {
     let b = std::fs::read(dir.join(BUILD_FILE)).ok()?;
     serde_json::from_slice(&b).ok()
 }

@@ -889,8 +889,8 @@ pub struct StudyResult {
     pub title: String,
     /// What it measures.
     pub about: String,
-    /// The build of the runs on each backend.
-    pub builds: BTreeMap<String, Build>,
+    /// The builds that made the runs, per backend.
+    pub builds: BTreeMap<String, Vec<Build>>,
     /// Points in the plan.
     pub runs: usize,
     /// Runs made by this invocation.
@@ -1099,10 +1099,16 @@ pub fn run(s: &Study, o: &StudyOptions) -> Result<StudyResult, StudyError> {
             opts,
         )?
     };
-    let mut by_backend = BTreeMap::new();
+    // The builds that made the runs there (with --no-run, or after a
+    // rebuild, not necessarily this process's).
+    let mut by_backend: BTreeMap<String, Vec<Build>> = BTreeMap::new();
     for j in &jobs {
         let b = j.scenario.link.backend;
-        by_backend.insert(b.as_str().to_string(), builds.get(b).clone());
+        let made = jobs::recorded_build(&j.dir).unwrap_or_else(|| builds.get(b).clone());
+        let v = by_backend.entry(b.as_str().to_string()).or_default();
+        if !v.contains(&made) {
+            v.push(made);
+        }
     }
     let data: BTreeMap<PathBuf, Result<RunData, String>> = if o.shard.is_some() {
         BTreeMap::new()

@@ -47,10 +47,14 @@ fn provenance(r: &StudyResult) -> String {
     let builds: Vec<String> = r
         .builds
         .iter()
-        .map(|(b, x)| format!("{b} at `{}`", x.git_revision))
+        .map(|(b, x)| {
+            let mut revs: Vec<String> = x.iter().map(|x| format!("`{}`", x.git_revision)).collect();
+            revs.dedup();
+            format!("{b} at {}", revs.join(" and "))
+        })
         .collect();
     format!(
-        "{} run(s) ({} made by this invocation, the rest reused from the same build); {}; `{}`",
+        "{} run(s) ({} made by this invocation, the rest reused); made by {}; `{}`",
         r.runs,
         r.ran,
         builds.join(", "),
@@ -124,10 +128,13 @@ fn md_goal(g: &GoalResult, out: &mut String) {
         g.a,
         g.b,
         g.within,
-        if u.is_empty() || g.within.ends_with('%') {
-            String::new()
-        } else {
-            format!(" {u}")
+        // A tolerance on a percentage is in points; "2 or 20%" says its
+        // own unit.
+        match u {
+            _ if g.within.ends_with('%') => String::new(),
+            "" => String::new(),
+            "%" => " points".to_string(),
+            u => format!(" {u}"),
         },
         g.verdict()
     );

@@ -120,7 +120,7 @@ fn command_line() -> String {
                 }
                 continue;
             }
-            "--quiet" | "--json" => continue,
+            "--quiet" | "--json" | "--no-run" => continue,
             _ if a.starts_with("--out=") || a.starts_with("--publish=") => continue,
             _ => {}
         }
