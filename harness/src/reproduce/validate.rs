@@ -398,7 +398,9 @@ fn axis_names(e: &Experiment) -> String {
         .join(", ")
 }
 
-fn check_selector(e: &Experiment, s: &str) -> Result<(), String> {
+/// Parses selector `s` and checks that each of its axes is one of `e`'s
+/// and each label one of that axis's.
+pub(crate) fn check_selector(e: &Experiment, s: &str) -> Result<Selector, String> {
     let sel = Selector::parse(s)?;
     for (k, v) in &sel.axes {
         let a = e.axes.iter().find(|a| &a.name == k).ok_or_else(|| {
@@ -418,7 +420,7 @@ fn check_selector(e: &Experiment, s: &str) -> Result<(), String> {
             ));
         }
     }
-    Ok(())
+    Ok(sel)
 }
 
 /// The conditions of a selector (`aqm=red, flow=exp`), as a sorted set.

@@ -180,20 +180,14 @@ pub(super) fn evaluate(
     let wh = g.where_.as_deref().and_then(|w| Selector::parse(w).ok());
     let mut places = Vec::new();
     // Each experiment of the scope with the axes and labels the goal names.
-    let fits = |e: &Experiment, sel: &Selector| {
-        sel.axes.iter().all(|(k, v)| {
-            e.axes
-                .iter()
-                .find(|x| x.name == *k)
-                .is_some_and(|x| (0..x.values.len()).any(|i| Experiment::label(x, i) == *v))
-        })
-    };
+    let fits =
+        |e: &Experiment, sel: &str| crate::reproduce::validate::check_selector(e, sel).is_ok();
     let Some((a, b)) = a.zip(b) else {
         return result(g, places);
     };
     for &ei in &scope {
         let e = &exps[ei];
-        if !fits(e, &a) || !fits(e, &b) || wh.as_ref().is_some_and(|w| !fits(e, w)) {
+        if !fits(e, &g.a) || !fits(e, &g.b) || g.where_.as_deref().is_some_and(|w| !fits(e, w)) {
             continue;
         }
         // Every point side a selects, in the plan's order (the plan's

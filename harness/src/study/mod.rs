@@ -441,32 +441,10 @@ impl Study {
                     .join(", ")
             ))
         };
+        // The reproduction's selector check, the field named first.
         let check_sel = |what: &str, exp: usize, s: &str| -> Result<Selector, String> {
-            let sel = Selector::parse(s).map_err(|e| format!("{what}: {e}"))?;
-            for (k, v) in &sel.axes {
-                let a = axis_of(exp, k).ok_or_else(|| {
-                    format!(
-                        "{what}: `{k}` is not an axis of experiment {}; axes: {}",
-                        exps[exp].id,
-                        exps[exp]
-                            .axes
-                            .iter()
-                            .map(|a| a.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                })?;
-                let labels: Vec<String> = (0..a.values.len())
-                    .map(|i| Experiment::label(a, i))
-                    .collect();
-                if !labels.contains(v) {
-                    return Err(format!(
-                        "{what}: `{v}` is not a label of axis {k}; labels: {}",
-                        labels.join(", ")
-                    ));
-                }
-            }
-            Ok(sel)
+            crate::reproduce::validate::check_selector(&exps[exp], s)
+                .map_err(|e| format!("{what}: {e}"))
         };
         for (i, x) in self.experiments.iter().enumerate() {
             // Only the axes are checked: --cc or --axis may take a label away.
@@ -766,14 +744,7 @@ impl Study {
             // goes with it.
             let exps = self.experiments();
             let fits = |i: usize, sel: &str| {
-                Selector::parse(sel).is_ok_and(|sel| {
-                    sel.axes.iter().all(|(k, v)| {
-                        exps[i].axes.iter().any(|a| {
-                            a.name == *k
-                                && (0..a.values.len()).any(|j| Experiment::label(a, j) == *v)
-                        })
-                    })
-                })
+                crate::reproduce::validate::check_selector(&exps[i], sel).is_ok()
             };
             let mut notes = Vec::new();
             let scope: Vec<Vec<usize>> = self

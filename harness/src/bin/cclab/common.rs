@@ -65,6 +65,17 @@ pub fn qlog_level(s: &str) -> quic_app::QlogLevel {
     })
 }
 
+/// `--qlog-level` where runs are read for cwnd and RTT (`cclab reproduce`,
+/// `cclab study`): any level but off.
+pub fn measured_qlog_level(s: &str) -> quic_app::QlogLevel {
+    match qlog_level(s) {
+        quic_app::QlogLevel::Off => bad_input(
+            "--qlog-level: off would leave the cwnd and RTT metrics unmeasured; use metrics or more",
+        ),
+        l => l,
+    }
+}
+
 /// The backend a link runs on: `auto` decided, `netem` checked (root, and
 /// the kernel's netem where the link needs it).
 pub fn resolve_backend(spec: &LinkSpec) -> Backend {

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use harness::link::Backend;
 use harness::reproduce::{self, Options, PaperResult};
 
-use crate::common::{bad_input, bin_dir, jobs, qlog_level, stop_flag};
+use crate::common::{bad_input, bin_dir, jobs, measured_qlog_level, stop_flag};
 
 #[derive(clap::Args)]
 pub struct ReproduceArgs {
@@ -171,12 +171,7 @@ fn options(a: &ReproduceArgs) -> anyhow::Result<Options> {
         quiet: a.quiet,
         stop: stop_flag()?,
         bin_dir: bin_dir(),
-        qlog_level: match qlog_level(&a.qlog_level) {
-            quic_app::QlogLevel::Off => bad_input(
-                "--qlog-level: off would leave the cwnd and RTT claims unmeasured; use metrics or more",
-            ),
-            l => l,
-        },
+        qlog_level: measured_qlog_level(&a.qlog_level),
     })
 }
 

@@ -9,7 +9,7 @@ use harness::link::Backend;
 use harness::reproduce::Options;
 use harness::study::{self, Overrides, Study, StudyOptions};
 
-use crate::common::{bad_input, bin_dir, jobs, qlog_level, stop_flag};
+use crate::common::{bad_input, bin_dir, jobs, measured_qlog_level, stop_flag};
 
 #[derive(clap::Args)]
 pub struct StudyArgs {
@@ -190,12 +190,7 @@ pub fn study(a: &StudyArgs) -> anyhow::Result<i32> {
             quiet: a.quiet,
             stop: stop_flag()?,
             bin_dir: bin_dir(),
-            qlog_level: match qlog_level(&a.qlog_level) {
-                quic_app::QlogLevel::Off => bad_input(
-                    "--qlog-level: off would leave the cwnd and RTT metrics unmeasured; use metrics or more",
-                ),
-                l => l,
-            },
+            qlog_level: measured_qlog_level(&a.qlog_level),
         },
         shard: a.shard.as_deref().map(shard),
         no_run: a.no_run,
