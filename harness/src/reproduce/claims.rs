@@ -58,7 +58,7 @@ fn measure(
         .as_ref()
         .map_err(|e| format!("run {} has no results: {e}", j.point.dir_name()))?;
     let v = d
-        .values(metric, sel.flow.as_deref())
+        .values_on(metric, sel.flow.as_deref(), sel.link.as_deref())
         .map_err(|e| e.to_string())?;
     strict_stat(&v, metric, &j.point.dir_name(), j.scenario.duration_ns)
 }

@@ -164,7 +164,7 @@ fn metric_lines(
             let Some(Ok(d)) = data.get(*dir) else {
                 continue;
             };
-            let Ok(v) = d.values(metric, sel.flow.as_deref()) else {
+            let Ok(v) = d.values_on(metric, sel.flow.as_deref(), sel.link.as_deref()) else {
                 continue;
             };
             if let Some(st) = Stat::of(&v) {

@@ -277,6 +277,8 @@ pub struct Selector {
     pub axes: Vec<(String, String)>,
     /// Flow filter: an algorithm name or `#index`.
     pub flow: Option<String>,
+    /// Link filter for link metrics: one named link of a multi-link run.
+    pub link: Option<String>,
 }
 
 impl Selector {
@@ -290,6 +292,8 @@ impl Selector {
             let (k, v) = (k.trim(), v.trim());
             if k == "flow" {
                 out.flow = Some(v.to_string());
+            } else if k == "link" {
+                out.link = Some(v.to_string());
             } else {
                 out.axes.push((k.to_string(), v.to_string()));
             }
@@ -328,6 +332,8 @@ pub const METRICS: &[&str] = &[
     "acks_per_packet",
     "cpu_busy",
     "guest_cpu_busy",
+    "share",
+    "base_rtt_ms",
 ];
 
 /// The signals a time-series figure may draw.

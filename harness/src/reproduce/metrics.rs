@@ -84,11 +84,28 @@ impl RunData {
     /// The value of `metric` for each repetition, over the flows that
     /// `flow` selects (all when `None`).
     pub fn values(&self, metric: &str, flow: Option<&str>) -> Result<Vec<f64>, MetricError> {
+        self.values_on(metric, flow, None)
+    }
+
+    /// As [`values`](Self::values), a link metric read on one named link
+    /// (`link`, of a multi-link run) when given.
+    pub fn values_on(
+        &self,
+        metric: &str,
+        flow: Option<&str>,
+        link: Option<&str>,
+    ) -> Result<Vec<f64>, MetricError> {
+        if link.is_some() && is_flow_metric(metric) {
+            return Err(MetricError(format!(
+                "link=: `{metric}` is a flow metric; a link is chosen for the link metrics ({})",
+                LINK_METRICS.join(", ")
+            )));
+        }
         self.summary
             .repetitions
             .iter()
             .enumerate()
-            .map(|(i, r)| self.value(i, r, metric, flow))
+            .map(|(i, r)| self.value(i, r, metric, flow, link))
             .collect()
     }
 
@@ -99,6 +116,7 @@ impl RunData {
         r: &RepResult,
         metric: &str,
         flow: Option<&str>,
+        link: Option<&str>,
     ) -> Result<f64, MetricError> {
         let flows: Vec<&FlowResult> = r.flows.iter().filter(|f| selects(flow, f)).collect();
         if flows.is_empty() && is_flow_metric(metric) {
@@ -113,7 +131,7 @@ impl RunData {
             )));
         }
         let selected: Option<Vec<usize>> = flow.map(|_| flows.iter().map(|f| f.index).collect());
-        let v = match link_value(metric, r, selected.as_deref())? {
+        let v = match link_value(metric, r, selected.as_deref(), link)? {
             Some(v) => v,
             None if metric == "queue_pkts" && r.links.len() > 1 => {
                 return Err(MetricError(
@@ -173,6 +191,16 @@ impl RunData {
             "acks_per_packet" => mean(&|f| opt(f.acks_per_data_packet)),
             "smcc_alpha_min" => alphas(flows).fold(f64::NAN, f64::min),
             "smcc_alpha_max" => alphas(flows).fold(f64::NAN, f64::max),
+            // The selected flows' part of every flow's goodput.
+            "share" => {
+                let all: f64 = r.flows.iter().map(|f| f.goodput_bps).sum();
+                if all > 0.0 {
+                    100.0 * sum(&|f| f.goodput_bps) / all
+                } else {
+                    f64::NAN
+                }
+            }
+            "base_rtt_ms" => mean(&|f| opt(f.base_rtt_ms)),
             _ => return None,
         })
     }
@@ -198,8 +226,32 @@ fn link_value(
     metric: &str,
     r: &RepResult,
     selected: Option<&[usize]>,
+    link: Option<&str>,
 ) -> Result<Option<f64>, MetricError> {
     let opt = |x: Option<f64>| x.unwrap_or(f64::NAN);
+    // One named link: its own figures.
+    let named = match link {
+        None => None,
+        Some(name) => Some(r.links.get(name).ok_or_else(|| {
+            MetricError(if r.links.is_empty() {
+                format!("link={name}: this run has one link, not named")
+            } else {
+                format!(
+                    "link={name}: no such link; links: {}",
+                    r.links.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })
+        })?),
+    };
+    match (metric, named) {
+        ("queue_pkts", Some(_)) => {
+            return Err(MetricError(
+                "queue_pkts samples the first link only; use queue_delay_ms with link=".into(),
+            ))
+        }
+        ("jain", Some(l)) => return Ok(Some(opt(l.jain_fairness))),
+        _ => {}
+    }
     match metric {
         "queue_pkts" => return Ok(None),
         // A repetition's own figure: no link to choose.
@@ -211,7 +263,9 @@ fn link_value(
     }
     // Each link with the flows that cross it (none known for a single
     // bottleneck: then every flow).
-    let links: Vec<(&BottleneckResult, &[usize])> = if r.links.is_empty() {
+    let links: Vec<(&BottleneckResult, &[usize])> = if let Some(l) = named {
+        vec![(&l.link, l.flows.as_slice())]
+    } else if r.links.is_empty() {
         vec![(&r.bottleneck, &[][..])]
     } else {
         let mine = |fl: &[usize]| {
@@ -481,6 +535,36 @@ mod tests {
             vec![100.0]
         );
         assert_eq!(d.values("drops", Some("#1")).unwrap(), vec![0.0]);
+        // One named link: its own figures; a flow metric or an unknown
+        // link is refused, naming what is allowed.
+        let on = |m: &str, l: &str| d.values_on(m, None, Some(l));
+        assert!((on("utilization", "p2").unwrap()[0] - 70.0).abs() < 1e-9);
+        assert_eq!(on("queue_delay_ms", "p2").unwrap(), vec![4.0]);
+        assert_eq!(on("drops", "p1").unwrap(), vec![1.0]);
+        let e = on("utilization", "p9").unwrap_err().to_string();
+        assert!(e.contains("p1, p2"), "{e}");
+        let e = on("goodput_mbps", "p1").unwrap_err().to_string();
+        assert!(e.contains("flow metric"), "{e}");
+    }
+
+    #[test]
+    fn share_is_the_selected_flows_part_of_all_goodput() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = serde_json::json!({
+            "bottleneck": {"direction": "down"},
+            "repetitions": [{
+                "rep": 1,
+                "bottleneck": {"utilization": 0.9},
+                "flows": [{"index": 0, "cc": "vegas", "goodput_bps": 3e6, "base_rtt_ms": 20.0},
+                          {"index": 1, "cc": "tcp:cubic", "goodput_bps": 9e6, "base_rtt_ms": 80.0}]
+            }]
+        });
+        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        let d = RunData::load(dir.path()).unwrap();
+        assert_eq!(d.values("share", Some("#0")).unwrap(), vec![25.0]);
+        assert_eq!(d.values("share", Some("tcp")).unwrap(), vec![75.0]);
+        assert_eq!(d.values("share", None).unwrap(), vec![100.0]);
+        assert_eq!(d.values("base_rtt_ms", Some("#1")).unwrap(), vec![80.0]);
     }
 
     #[test]

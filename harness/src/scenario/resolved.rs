@@ -154,7 +154,7 @@ fn weight_value(w: f64) -> toml::Value {
 }
 
 /// Sets a dotted path in a TOML table (`link.rate`, `flows.0.cc`,
-/// `links.1.rate`). A link field set at the top of `[link]` replaces the
+/// `links.1.rate`, `flows.*.cc` for every flow). A link field set at the top of `[link]` replaces the
 /// resolved per-direction ones, in `[link]` and in every `[[links]]`
 /// entry (which start from `[link]`); `links.N.KEY` sets it on link N only.
 pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), String> {
@@ -193,6 +193,23 @@ pub fn set_path(t: &mut toml::Table, path: &str, v: toml::Value) -> Result<(), S
             ));
         }
         return set_link_field(link, parts[2], &v);
+    }
+    // `flows.*.KEY`: every flow's KEY (a parking lot's algorithm).
+    if parts.len() >= 3 && parts[0] == "flows" && parts[1] == "*" {
+        let flows = t
+            .get_mut("flows")
+            .and_then(|f| f.as_array_mut())
+            .ok_or("no [[flows]] entries")?;
+        let rest = parts[2..].join(".");
+        for f in flows.iter_mut() {
+            let f = f.as_table_mut().ok_or("a flow is not a table")?;
+            if parts.len() == 3 {
+                f.insert(rest.clone(), v.clone());
+            } else {
+                set_path(f, &rest, v.clone())?;
+            }
+        }
+        return Ok(());
     }
     let mut cur: &mut toml::Value = t
         .get_mut(parts[0])

@@ -117,6 +117,20 @@ fn weights_for_wfq() {
 }
 
 #[test]
+fn overrides_every_flow_with_a_star() {
+    let s = parse("[[flows]]\ncc = \"cubic\"\n[[flows]]\ncc = \"reno\"\n").unwrap();
+    let o = s
+        .with_overrides(&[("flows.*.cc".into(), "vegas".into())], "sweep")
+        .unwrap();
+    let ccs: Vec<&str> = o.flows.iter().map(|f| f.cc.as_str()).collect();
+    assert_eq!(ccs, ["vegas", "vegas"]);
+    let e = s
+        .with_overrides(&[("flows.*.bogus".into(), "1".into())], "sweep")
+        .unwrap_err();
+    assert!(e.to_string().contains("bogus"), "{e}");
+}
+
+#[test]
 fn overrides_for_sweeps() {
     let s = parse("[[flows]]\ncc = \"cubic\"\n").unwrap();
     let o = s

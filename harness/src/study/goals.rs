@@ -219,8 +219,24 @@ pub(super) fn evaluate(
                 at.insert(0, e.id.clone());
             }
             let at = at.join(", ");
-            let sa = measure(jobs, data, ei, &p.coords, &g.metric, a.flow.as_deref());
-            let sb = measure(jobs, data, ei, &other, &g.metric, b.flow.as_deref());
+            let sa = measure(
+                jobs,
+                data,
+                ei,
+                &p.coords,
+                &g.metric,
+                a.flow.as_deref(),
+                a.link.as_deref(),
+            );
+            let sb = measure(
+                jobs,
+                data,
+                ei,
+                &other,
+                &g.metric,
+                b.flow.as_deref(),
+                b.link.as_deref(),
+            );
             let place = match (&sa, &sb) {
                 (Ok(x), Ok(y)) => {
                     let (tol, holds, significant) = judge(*x, *y, abs, rel);

@@ -307,6 +307,24 @@ fn known_metric(m: &str) -> bool {
     crate::reproduce::manifest::METRICS.contains(&m)
 }
 
+/// A table's metric column: `NAME` or `NAME[flow=SEL,link=NAME]`, the
+/// metric read over some flows or on one link of the runs.
+pub(crate) fn metric_column(m: &str) -> Result<(&str, Selector), String> {
+    let Some((name, rest)) = m.split_once('[') else {
+        return Ok((m, Selector::default()));
+    };
+    let inner = rest
+        .strip_suffix(']')
+        .ok_or_else(|| format!("metric `{m}`: `[` without a closing `]`"))?;
+    let sel = Selector::parse(inner).map_err(|p| format!("metric `{m}`: {p}"))?;
+    if let Some((k, _)) = sel.axes.first() {
+        return Err(format!(
+            "metric `{m}`: `{k}` is not flow= or link= (the only choices inside the brackets)"
+        ));
+    }
+    Ok((name, sel))
+}
+
 impl Study {
     /// Reads and checks a study file.
     pub fn load(path: &Path) -> Result<Study, StudyError> {
@@ -545,9 +563,10 @@ impl Study {
                 return Err(format!("{what}: metrics: none given"));
             }
             for m in &t.metrics {
-                if !known_metric(m) {
+                let (name, _) = metric_column(m).map_err(|p| format!("{what}: {p}"))?;
+                if !known_metric(name) {
                     return Err(format!(
-                        "{what}: metric `{m}` is not one of {}",
+                        "{what}: metric `{name}` is not one of {}",
                         crate::reproduce::manifest::METRICS.join(", ")
                     ));
                 }
@@ -1013,7 +1032,7 @@ fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::Qlo
         metrics.push(&g.metric);
     }
     for t in s.tables.iter().filter(|t| here(&t.experiment)) {
-        metrics.extend(t.metrics.iter().map(String::as_str));
+        metrics.extend(t.metrics.iter().map(|m| m.split('[').next().unwrap_or(m)));
     }
     let mut qlog = false;
     for f in s
@@ -1196,7 +1215,8 @@ fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// A metric at the job whose coordinates are `coords`, over `flow`.
+/// A metric at the job whose coordinates are `coords`, over `flow`, on
+/// `link` (a link metric on one named link).
 fn measure(
     jobs: &[Job],
     data: &BTreeMap<PathBuf, Result<RunData, String>>,
@@ -1204,6 +1224,7 @@ fn measure(
     coords: &[(String, String)],
     metric: &str,
     flow: Option<&str>,
+    link: Option<&str>,
 ) -> Result<Stat, String> {
     let j = jobs
         .iter()
@@ -1214,7 +1235,7 @@ fn measure(
         .ok_or("not read")?
         .as_ref()
         .map_err(|e| e.clone())?;
-    let v = d.values(metric, flow).map_err(|e| e.to_string())?;
+    let v = d.values_on(metric, flow, link).map_err(|e| e.to_string())?;
     Stat::of(&v).ok_or_else(|| format!("{metric}: no finite value"))
 }
 
@@ -1293,7 +1314,18 @@ fn table(
                                 .as_deref()
                                 .is_none_or(|ax| q.coord(ax) == Some(b.as_str()))
                     })?;
-                    measure(jobs, data, ei, &target.coords, m, t.flow.as_deref()).ok()
+                    let (name, sel) = metric_column(m).ok()?;
+                    let flow = sel.flow.as_deref().or(t.flow.as_deref());
+                    measure(
+                        jobs,
+                        data,
+                        ei,
+                        &target.coords,
+                        name,
+                        flow,
+                        sel.link.as_deref(),
+                    )
+                    .ok()
                 })
                 .collect();
             rows.push((key, cells));

@@ -10,9 +10,10 @@ use crate::reproduce::expr::{fmt_stat, sig3, Stat};
 
 /// The unit a metric is given in, for column headers.
 pub fn unit(metric: &str) -> &'static str {
-    match metric {
+    // A column's `[flow=…,link=…]` does not change the unit.
+    match metric.split('[').next().unwrap_or(metric) {
         "utilization" | "utilization_steady" | "loss_rate" | "delivery_ratio"
-        | "delivery_first" | "small_share" | "cpu_busy" | "guest_cpu_busy" => "%",
+        | "delivery_first" | "small_share" | "cpu_busy" | "guest_cpu_busy" | "share" => "%",
         m if m.ends_with("_ms") => "ms",
         "goodput_mbps" | "eq7_mbps" => "Mbit/s",
         "data_mb" => "MB",
@@ -26,10 +27,20 @@ pub fn unit(metric: &str) -> &'static str {
 
 fn header(metric: &str, by: &str) -> String {
     let u = unit(metric);
-    let m = if u.is_empty() {
-        metric.to_string()
+    // `goodput_mbps[flow=#0,link=l1]` reads `goodput_mbps flow #0 link l1`.
+    let (name, sel) = match metric.split_once('[') {
+        Some((n, rest)) => (n, rest.trim_end_matches(']').replace(['=', ','], " ")),
+        None => (metric, String::new()),
+    };
+    let name = if sel.is_empty() {
+        name.to_string()
     } else {
-        format!("{metric} ({u})")
+        format!("{name} {sel}")
+    };
+    let m = if u.is_empty() {
+        name
+    } else {
+        format!("{name} ({u})")
     };
     if by.is_empty() {
         m

@@ -102,6 +102,38 @@ fn bad_fields_are_named() {
     assert!(e.contains("study:"), "{e}");
     let e = err(&BASE.replace("[scenario]", "[scenari]"));
     assert!(e.contains("scenari"), "{e}");
+    // A table's column may read some flows or one link, nothing else.
+    let e = err(&BASE.replace(
+        "metrics = [\"utilization\"",
+        "metrics = [\"utilization[cc=x]\"",
+    ));
+    assert!(e.contains("flow= or link="), "{e}");
+    let e = err(&BASE.replace(
+        "metrics = [\"utilization\"",
+        "metrics = [\"speed[flow=#0]\"",
+    ));
+    assert!(e.contains("`speed`"), "{e}");
+    let e = err(&BASE.replace(
+        "metrics = [\"utilization\"",
+        "metrics = [\"utilization[link=l1\"",
+    ));
+    assert!(e.contains("closing"), "{e}");
+    assert!(load(&BASE.replace(
+        "metrics = [\"utilization\"",
+        "metrics = [\"share[flow=#0]\", \"utilization[link=l1]\""
+    ))
+    .is_ok());
+}
+
+#[test]
+fn a_metric_column_names_its_flows_and_link() {
+    let (m, sel) = metric_column("queue_delay_ms[flow=#1,link=l2]").unwrap();
+    assert_eq!(
+        (m, sel.flow.as_deref(), sel.link.as_deref()),
+        ("queue_delay_ms", Some("#1"), Some("l2"))
+    );
+    let (m, sel) = metric_column("jain").unwrap();
+    assert_eq!((m, sel.flow, sel.link), ("jain", None, None));
 }
 
 #[test]
