@@ -119,19 +119,25 @@ bench-harness: bootstrap
 bench-loopback: bootstrap
 	./scripts/bench-loopback.sh
 
-# Jain's index of two flows of one algorithm (quiche's CUBIC, HyStart++ on
-# and off) on the default link with real processes on the emulator.
+# Jain's index of two flows of one algorithm (quiche's CUBIC with
+# HyStart++ on and off, quiche's Reno, NewReno) on the default link, on sim
+# and with real processes on the emulator: studies/fairness.toml, published
+# in docs/running-experiments.md (about 7 minutes).
 bench-fairness: bootstrap
-	./scripts/bench-fairness.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/fairness.toml --publish $(STUDY_ARGS)
 
 # The virtual-time link's speed: simulated seconds per wall second.
 bench-sim: bootstrap
 	./scripts/bench-sim.sh
 
 # Every algorithm with small_packets = allow (quiche's own) and avoid (the
-# default), on sim: goodput, data packet sizes, utilization, losses.
+# default), on sim: goodput, data packet sizes, utilization, losses:
+# studies/small-packets.toml, published in docs/virtual-time.md (about
+# 30 s).
 small-packets: bootstrap
-	./scripts/small-packets.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/small-packets.toml --publish $(STUDY_ARGS)
 
 # The same scenarios on sim and on emu (real processes), side by side, with
 # the agreement goals: studies/sim-vs-emu.toml, published in
@@ -141,11 +147,14 @@ sim-vs-emu: bootstrap
 	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
 	target/release/cclab study studies/sim-vs-emu.toml --publish $(STUDY_ARGS)
 
-# docs/topologies.md's figures: RTT fairness on sim (CUBIC, NewReno) and
-# the parking lot on sim and emu per link, with the sim-vs-emu goals
-# (about 5 minutes: the emu runs take real time).
+# docs/topologies.md's figures: RTT fairness on sim (CUBIC, NewReno), the
+# parking lot on sim and emu per link with the sim-vs-emu goals, and at
+# 2 Mbit/s per link on sim, emu and netem (the guest router where the host
+# has no netem): studies/topologies.toml (about 8 minutes: the emu and
+# netem runs take real time).
 topology-figures: bootstrap
-	./scripts/topology-figures.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/topologies.toml --publish $(STUDY_ARGS)
 
 # docs/bbr.md: bbr3 on each scenario of scenarios/bbr/, one figure per case
 # (docs/images/bbr-*.svg) and the table of their figures.
@@ -153,11 +162,12 @@ bbr-cases: bootstrap
 	$(CARGO) build --release -q -p harness --bin cclab
 	./scripts/bbr-cases.py
 
-# docs/bbr.md: bbr3, BBR2 and CUBIC on the same simulated links (REPS=2,
-# DURATION=30s).
+# docs/bbr.md: bbr3, BBR2 and CUBIC on the same simulated links:
+# studies/bbr-compare.toml (about 30 s; on netem with Linux's tcp_bbr:
+# STUDY_ARGS="--link netem --axis cc=tcp:bbr,bbr3,bbr2,cubic", an hour).
 bbr-compare: bootstrap
-	$(CARGO) build --release -q -p harness --bin cclab
-	./scripts/bbr-compare.py
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/bbr-compare.toml --publish $(STUDY_ARGS)
 
 # docs/slow-start.md: every slow start of NewReno (and Westwood+, quiche's
 # Reno and CUBIC) on simulated drop-tail links of 1 to 4 BDP: when, why and
@@ -169,10 +179,11 @@ slow-start: bootstrap
 # docs/links.md: the policer and aggregation elements, NewReno, CUBIC,
 # Vegas, BBR2 and bbr3 on the plain link and on scenarios/changes/
 # aggregation.toml and policer.toml, and each one's recovery from the
-# shipped change scenarios (sim; about two minutes).
+# shipped change scenarios: studies/link-elements.toml (sim; about a
+# minute).
 link-elements: bootstrap
-	$(CARGO) build --release -q -p harness --bin cclab
-	./scripts/link-elements.py
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/link-elements.toml --publish $(STUDY_ARGS)
 
 # docs/metrics.md: harm (Ware et al., HotNets 2019) of CUBIC to NewReno and
 # of BBR2 to CUBIC on sim, 20 Mbit/s, 40 ms, 1 and 4 BDP, 5 runs of 30 s
@@ -223,19 +234,23 @@ syscalls: bootstrap
 	./scripts/syscalls.sh
 
 # NewReno, CUBIC and BBRv2 on the emulator (20 Mbit/s, 40 ms, 1 BDP, 30 s,
-# 3 repetitions) on a quiet host and beside two busy processes, both
-# printed with the goals (utilization within 2 points, queue within 20% or
-# 2 ms). PACING=on:credit=0 runs it with a pacer that keeps no credit.
-# About 12 minutes.
+# 3 repetitions) on a quiet host and beside two busy processes, with the
+# goals (utilization within 2 points, queue within 20% or 2 ms):
+# studies/host-load.toml, published in docs/endpoint-cost.md. About 10
+# minutes. STUDY_ARGS="--set flows.0.pacing=on:credit=0" runs it with a
+# pacer that keeps no credit.
 host-load: bootstrap
-	./scripts/host-load.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/host-load.toml --publish $(STUDY_ARGS)
 
 # Each QUIC algorithm against one Linux CUBIC flow (20 Mbit/s, 40 ms,
 # 1 BDP, 30 s, 3 repetitions) on the emulator's IP mode (host kernel; root)
-# and on netem (in a guest when this host has none): each one's share,
-# Jain's index, per backend (about 40 minutes).
+# and on netem (through the guest router when this host has none): each
+# one's share, Jain's index, per backend: studies/coexistence.toml,
+# published in docs/coexistence.md (about 40 minutes).
 coexistence: bootstrap
-	./scripts/coexistence.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
+	target/release/cclab study studies/coexistence.toml --publish $(STUDY_ARGS)
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check

@@ -74,15 +74,20 @@ pub struct DctcpConfig {
     pub slow_start: SlowStartConfig,
 }
 
+impl DctcpConfig {
+    /// The defaults, stated once: the registry's parameter table takes
+    /// its defaults from here. RFC 8257's and Linux's: g = 1/16, alpha = 1, ECT(0).
+    pub const DEFAULT: DctcpConfig = DctcpConfig {
+        slow_start: SlowStartConfig::STANDARD,
+        g: 1.0 / 16.0,
+        alpha_init: 1.0,
+        ect1: false,
+    };
+}
+
 impl Default for DctcpConfig {
-    /// RFC 8257's and Linux's: g = 1/16, alpha = 1, ECT(0).
     fn default() -> Self {
-        DctcpConfig {
-            slow_start: SlowStartConfig::STANDARD,
-            g: 1.0 / 16.0,
-            alpha_init: 1.0,
-            ect1: false,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -155,17 +155,23 @@ impl EwphccConfig {
     }
 }
 
+impl EwphccConfig {
+    /// The defaults, stated once: the registry's parameter table takes
+    /// its defaults from here.
+    pub const DEFAULT: EwphccConfig = EwphccConfig {
+        slow_start: SlowStartConfig::STANDARD,
+        phi: Self::DEFAULT_PHI,
+        alpha: 2.0,
+        decrease: 0.0,
+        beta: 4.0,
+        gamma: 1.0,
+        loss_factor: Self::DEFAULT_LOSS_FACTOR,
+    };
+}
+
 impl Default for EwphccConfig {
     fn default() -> Self {
-        EwphccConfig {
-            slow_start: SlowStartConfig::STANDARD,
-            phi: Self::DEFAULT_PHI,
-            alpha: 2.0,
-            decrease: 0.0,
-            beta: 4.0,
-            gamma: 1.0,
-            loss_factor: Self::DEFAULT_LOSS_FACTOR,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -118,17 +118,23 @@ impl ExpConfig {
     pub const DEFAULT_IW: usize = 10;
 }
 
+impl ExpConfig {
+    /// The defaults, stated once: the registry's parameter table takes
+    /// its defaults from here.
+    pub const DEFAULT: ExpConfig = ExpConfig {
+        slow_start: SlowStartConfig::STANDARD,
+        alpha: 1.0,
+        beta: 0.5,
+        k: 1.0,
+        l: 1.0,
+        literal: false,
+        iw: Self::DEFAULT_IW,
+    };
+}
+
 impl Default for ExpConfig {
     fn default() -> Self {
-        ExpConfig {
-            slow_start: SlowStartConfig::STANDARD,
-            alpha: 1.0,
-            beta: 0.5,
-            k: 1.0,
-            l: 1.0,
-            literal: false,
-            iw: Self::DEFAULT_IW,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -92,14 +92,19 @@ pub struct PragueConfig {
     pub transition: u64,
 }
 
+impl PragueConfig {
+    /// The defaults, stated once: the registry's parameter table takes
+    /// its defaults from here. g = 1/16, a 25 ms virtual RTT from the first round after slow start.
+    pub const DEFAULT: PragueConfig = PragueConfig {
+        g: 1.0 / 16.0,
+        vrtt: Duration::from_millis(25),
+        transition: 0,
+    };
+}
+
 impl Default for PragueConfig {
-    /// g = 1/16, a 25 ms virtual RTT from the first round after slow start.
     fn default() -> Self {
-        PragueConfig {
-            g: 1.0 / 16.0,
-            vrtt: Duration::from_millis(25),
-            transition: 0,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -136,7 +136,7 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
         name: "alpha",
         unit: "packets",
         kind: ParamKind::Number,
-        default: Some(2.0),
+        default: Some(crate::vegas::VegasConfig::DEFAULT.alpha),
         min: 0.0,
         max: 1000.0,
         help: "grow the window by one packet per RTT while fewer packets than this are queued",
@@ -145,7 +145,7 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
         name: "beta",
         unit: "packets",
         kind: ParamKind::Number,
-        default: Some(4.0),
+        default: Some(crate::vegas::VegasConfig::DEFAULT.beta),
         min: 0.0,
         max: 1000.0,
         help: "shrink the window by one packet per RTT while more packets than this are queued",
@@ -154,7 +154,7 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
         name: "gamma",
         unit: "packets",
         kind: ParamKind::Number,
-        default: Some(1.0),
+        default: Some(crate::vegas::VegasConfig::DEFAULT.gamma),
         min: 0.0,
         max: 1000.0,
         help: "leave slow start when more packets than this are queued",
@@ -173,6 +173,30 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
 ];
 
 /// `loss_response=` of Vegas and of SMCC (Vegas underneath).
+// The choices' defaults in these tables are code 0 (Brakmo and Peterson's
+// slow start, NewReno's halving, ECT(0), Linux's Westwood filter, standard
+// slow start, ECN off); the configs' own defaults must be the same, or the
+// build fails here.
+const _: () = {
+    use crate::estimators::WestwoodFilterKind;
+    use crate::vegas::{LossResponse, SlowStart};
+    assert!(matches!(VegasConfig::DEFAULT.slow_start, SlowStart::Paper));
+    assert!(matches!(
+        VegasConfig::DEFAULT.loss_response,
+        LossResponse::Half
+    ));
+    assert!(matches!(
+        SmccConfig::DEFAULT.loss_response,
+        LossResponse::Half
+    ));
+    assert!(!crate::dctcp::DctcpConfig::DEFAULT.ect1);
+    assert!(matches!(
+        WestwoodConfig::DEFAULT.filter,
+        WestwoodFilterKind::Linux
+    ));
+    assert!(crate::prague::PragueConfig::DEFAULT.g == crate::dctcp::DctcpConfig::DEFAULT.g);
+};
+
 const LOSS_RESPONSE: ParamInfo = ParamInfo {
     name: "loss_response",
     unit: "half or ns2",
@@ -232,12 +256,12 @@ const fn number(
 }
 
 const EXP_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
-    number("alpha", "packets", 1.0, 1e-6, 1e6, "increase constant: (alpha / e^W)^k packets per RTT"),
-    number("beta", "1", 0.5, 1e-6, 1e6, "decrease constant: (beta e^W)^l on a loss"),
-    number("k", "1", 1.0, 0.0, 10.0, "order of the increase rule"),
-    number("l", "1", 1.0, 0.0, 10.0, "order of the decrease rule"),
-    number("literal", "0 or 1", 0.0, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
-    number("iw", "packets", 10.0, 2.0, 1000.0, "initial window; 10 is ours (quiche's default); the paper's ns-2 default of 1 packet is QUIC's minimum, 2"),
+    number("alpha", "packets", crate::exp::ExpConfig::DEFAULT.alpha, 1e-6, 1e6, "increase constant: (alpha / e^W)^k packets per RTT"),
+    number("beta", "1", crate::exp::ExpConfig::DEFAULT.beta, 1e-6, 1e6, "decrease constant: (beta e^W)^l on a loss"),
+    number("k", "1", crate::exp::ExpConfig::DEFAULT.k, 0.0, 10.0, "order of the increase rule"),
+    number("l", "1", crate::exp::ExpConfig::DEFAULT.l, 0.0, 10.0, "order of the decrease rule"),
+    number("literal", "0 or 1", if crate::exp::ExpConfig::DEFAULT.literal { 1.0 } else { 0.0 }, 0.0, 1.0, "1: the paper's equations with W in packets (collapses); 0: normalised to the window at the last loss"),
+    number("iw", "packets", crate::exp::ExpConfig::DEFAULT.iw as f64, 2.0, 1000.0, "initial window; 10 is ours (quiche's default); the paper's ns-2 default of 1 packet is QUIC's minimum, 2"),
     ECN,
 ]);
 
@@ -245,7 +269,7 @@ const EWPHCC_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number(
         "phi",
         "1",
-        0.8,
+        crate::ewphcc::EwphccConfig::DEFAULT.phi,
         0.0,
         1.0,
         "weight of the old value in the delay and loss probability averages (0.8: the author's code)",
@@ -253,7 +277,7 @@ const EWPHCC_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number(
         "alpha",
         "packets",
-        2.0,
+        crate::ewphcc::EwphccConfig::DEFAULT.alpha,
         0.01,
         1000.0,
         "target growth per RTT (F6's alpha_i, also W(L_tar))",
@@ -261,7 +285,7 @@ const EWPHCC_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number(
         "decrease",
         "packets",
-        0.0,
+        crate::ewphcc::EwphccConfig::DEFAULT.decrease,
         0.0,
         1000.0,
         "critical-phase decrease per RTT (the report's v_alpha_); 0: the same as alpha",
@@ -269,7 +293,7 @@ const EWPHCC_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number(
         "beta",
         "packets",
-        4.0,
+        crate::ewphcc::EwphccConfig::DEFAULT.beta,
         0.0,
         1000.0,
         "backlog above which the critical phase begins",
@@ -277,7 +301,7 @@ const EWPHCC_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number(
         "gamma",
         "packets",
-        1.0,
+        crate::ewphcc::EwphccConfig::DEFAULT.gamma,
         0.0,
         1000.0,
         "backlog below which no queue counts as measured (normal phase)",
@@ -285,7 +309,7 @@ const EWPHCC_PARAMS: &[ParamInfo] = &with_slow_start::<7, 18>([
     number(
         "loss_factor",
         "1",
-        0.75,
+        crate::ewphcc::EwphccConfig::DEFAULT.loss_factor,
         0.05,
         1.0,
         "fraction of the window kept on a loss (0.75: ns-2 Vegas, as the report's simulations ran; 0.5: the report's text)",
@@ -371,7 +395,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "swarm",
         "particles",
-        10.0,
+        crate::smcc::SmccConfig::DEFAULT.swarm as f64,
         1.0,
         100.0,
         "particles in the swarm",
@@ -379,7 +403,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "iterations",
         "1",
-        10.0,
+        crate::smcc::SmccConfig::DEFAULT.iterations as f64,
         1.0,
         1000.0,
         "swarm iterations before the best (alpha, beta) is kept",
@@ -387,7 +411,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "rounds",
         "RTTs",
-        4.0,
+        crate::smcc::SmccConfig::DEFAULT.rounds as f64,
         1.0,
         100.0,
         "round trips each particle is measured over",
@@ -395,7 +419,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "max",
         "packets",
-        20.0,
+        crate::smcc::SmccConfig::DEFAULT.max,
         2.0,
         1000.0,
         "upper bound of alpha and beta",
@@ -403,7 +427,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "delta",
         "1",
-        1.0,
+        crate::smcc::SmccConfig::DEFAULT.delta,
         0.0,
         100.0,
         "fitness weight of queueing delay relative to the base RTT",
@@ -411,16 +435,16 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "lambda",
         "1",
-        10.0,
+        crate::smcc::SmccConfig::DEFAULT.lambda,
         0.0,
         1000.0,
         "fitness weight of the loss fraction",
     ),
-    number("seed", "1", 1.0, 0.0, 1e15, "seed of the swarm"),
+    number("seed", "1", crate::smcc::SmccConfig::DEFAULT.seed as f64, 0.0, 1e15, "seed of the swarm"),
     number(
         "flow_seed",
         "0 or 1",
-        1.0,
+        if crate::smcc::SmccConfig::DEFAULT.flow_seed { 1.0 } else { 0.0 },
         0.0,
         1.0,
         "1: mix the seed with the RTT samples the flow took before tuning, so flows built from one spec explore differently (the same in every simulator run of a scenario and seed); 0: the seed alone (flows with one seed try the same particles together)",
@@ -428,7 +452,7 @@ const SMCC_PARAMS: &[ParamInfo] = &[
     number(
         "alpha_min",
         "packets",
-        crate::smcc::SmccConfig::ALPHA_MIN,
+        crate::smcc::SmccConfig::DEFAULT.alpha_min,
         0.0,
         100.0,
         "lower bound of alpha in the search (beta at least alpha_min + 0.5); the paper sets none, and its tables imply 0.18 and 0.034 packets per flow; 1 is the alpha of the ns-2 Vegas it is compared with; 0 would stop the window from growing",
@@ -498,7 +522,7 @@ fn binomial(name: &'static str, p: &Params) -> Controller {
 const G: ParamInfo = number(
     "g",
     "1",
-    1.0 / 16.0,
+    crate::dctcp::DctcpConfig::DEFAULT.g,
     1.0 / 1024.0,
     1.0,
     "gain of alpha = (1 - g) alpha + g F, once per observation window (about an RTT); 1/16: RFC 8257 and Linux (dctcp_shift_g = 4, PRAGUE_SHIFT_G = 4)",
@@ -509,7 +533,7 @@ const DCTCP_PARAMS: &[ParamInfo] = &with_slow_start::<3, 14>([
     number(
         "alpha_init",
         "1",
-        1.0,
+        crate::dctcp::DctcpConfig::DEFAULT.alpha_init,
         0.0,
         1.0,
         "alpha before the first window ends; 1: Linux (dctcp_alpha_on_init = 1024, i.e. 1), so the first mark halves the window",
@@ -530,7 +554,7 @@ const PRAGUE_PARAMS: &[ParamInfo] = &[
     number(
         "vrtt",
         "ms",
-        25.0,
+        crate::prague::PragueConfig::DEFAULT.vrtt.as_secs_f64() * 1e3,
         0.0,
         1000.0,
         "virtual RTT: below it the additive increase is scaled by (sRTT / vrtt)^2 per RTT, so the rate grows as a flow's at vrtt would, and CE reductions and alpha updates come at most once per vrtt; 25: the Prague draft and Linux (prague_rtt_target); 0: no RTT independence",
@@ -538,7 +562,7 @@ const PRAGUE_PARAMS: &[ParamInfo] = &[
     number(
         "transition",
         "rounds",
-        0.0,
+        crate::prague::PragueConfig::DEFAULT.transition as f64,
         0.0,
         1e6,
         "rounds after slow start before RTT independence applies; 0: at once (ours); Linux's prague_rtt_transition is 500",

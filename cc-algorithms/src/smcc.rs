@@ -257,21 +257,27 @@ impl SmccConfig {
     pub const ALPHA_MIN: f64 = 0.01;
 }
 
+impl SmccConfig {
+    /// The defaults, stated once: the registry's parameter table takes
+    /// its defaults from here.
+    pub const DEFAULT: SmccConfig = SmccConfig {
+        swarm: 10,
+        iterations: 10,
+        rounds: 4,
+        max: 20.0,
+        delta: 1.0,
+        lambda: 10.0,
+        seed: 1,
+        flow_seed: true,
+        alpha_min: SmccConfig::ALPHA_MIN,
+        loss_response: LossResponse::Half,
+        table: None,
+    };
+}
+
 impl Default for SmccConfig {
     fn default() -> Self {
-        SmccConfig {
-            swarm: 10,
-            iterations: 10,
-            rounds: 4,
-            max: 20.0,
-            delta: 1.0,
-            lambda: 10.0,
-            seed: 1,
-            flow_seed: true,
-            alpha_min: SmccConfig::ALPHA_MIN,
-            loss_response: LossResponse::Half,
-            table: None,
-        }
+        Self::DEFAULT
     }
 }
 

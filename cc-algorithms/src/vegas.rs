@@ -219,19 +219,25 @@ pub struct VegasConfig {
     pub loss_response: LossResponse,
 }
 
+impl VegasConfig {
+    /// The defaults, stated once: the registry's parameter table takes
+    /// its defaults from here.
+    // Linux's thresholds and loss response (ns-2's, which the SMCC
+    // and EWPHCC papers ran, are alpha = 1, beta = 3 and a quarter off
+    // on a loss: `vegas:alpha=1,beta=3,loss_response=ns2`; see the
+    // module docs for ns-2's rounding of `diff`).
+    pub const DEFAULT: VegasConfig = VegasConfig {
+        alpha: 2.0,
+        beta: 4.0,
+        gamma: 1.0,
+        slow_start: SlowStart::Paper,
+        loss_response: LossResponse::Half,
+    };
+}
+
 impl Default for VegasConfig {
     fn default() -> Self {
-        // Linux's thresholds and loss response (ns-2's, which the SMCC
-        // and EWPHCC papers ran, are alpha = 1, beta = 3 and a quarter off
-        // on a loss: `vegas:alpha=1,beta=3,loss_response=ns2`; see the
-        // module docs for ns-2's rounding of `diff`).
-        VegasConfig {
-            alpha: 2.0,
-            beta: 4.0,
-            gamma: 1.0,
-            slow_start: SlowStart::Paper,
-            loss_response: LossResponse::Half,
-        }
+        Self::DEFAULT
     }
 }
 

@@ -49,12 +49,18 @@ pub struct WestwoodConfig {
     pub slow_start: SlowStartConfig,
 }
 
+impl WestwoodConfig {
+    /// The defaults, stated once: the registry's parameter table takes
+    /// its defaults from here.
+    pub const DEFAULT: WestwoodConfig = WestwoodConfig {
+        slow_start: SlowStartConfig::STANDARD,
+        filter: WestwoodFilterKind::Linux,
+    };
+}
+
 impl Default for WestwoodConfig {
     fn default() -> Self {
-        WestwoodConfig {
-            slow_start: SlowStartConfig::STANDARD,
-            filter: WestwoodFilterKind::Linux,
-        }
+        Self::DEFAULT
     }
 }
 

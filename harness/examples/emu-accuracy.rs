@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use harness::emu::{EmuConfig, EmuReport, Emulator, Route};
+use harness::emu::{EmuConfig, EmuReport, Emulator, Forward};
 use harness::link::LinkSpec;
 use harness::probe::{self, Measured, Receiver};
 
@@ -38,7 +38,7 @@ fn run(
     let rx = Receiver::bind(None, lo()).unwrap();
     let mut cfg = EmuConfig::new(
         l,
-        vec![Route {
+        vec![Forward {
             listen: lo(),
             target: rx.local_addr(),
         }],

@@ -1310,7 +1310,7 @@ fn graft(
 /// packets leave through the same qdiscs as the host's (netem on the
 /// forwarder's veth, the shaper on the router's).
 fn guest_addresses(
-    t: &netns::Topology,
+    t: &netns::Namespaces,
     commands: &mut Vec<String>,
 ) -> anyhow::Result<(String, String, Ipv4Addr)> {
     let mut run = |args: &[&str]| recorded_ip(commands, args);

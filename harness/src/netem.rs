@@ -1,6 +1,6 @@
 //! `netem`, the kernel backend: the link on veth between namespaces.
 //!
-//! Per direction, on the path of a [`Topology`]:
+//! Per direction, on the path of a [`Namespaces`]:
 //!
 //! - the **impairments** (delay, jitter, loss, duplication, reordering) as
 //!   `netem` on the sending endpoint's veth (`c0` for up, `s0` for down),
@@ -68,7 +68,7 @@ use std::time::Duration;
 use crate::bottleneck::{Sample, SampleWriter};
 use crate::link::units::format_duration_ns;
 use crate::link::{Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit, Sched, StepThreshold};
-use crate::netns::{self, NetnsError, Topology};
+use crate::netns::{self, Namespaces, NetnsError};
 
 /// Why the netem backend cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -623,7 +623,7 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
 
 /// Where each direction's qdiscs go in a topology: (endpoint ns, endpoint
 /// dev) for netem, router dev for the shaper.
-fn placement(t: &Topology, dir: Dir) -> (&str, &'static str, &'static str) {
+fn placement(t: &Namespaces, dir: Dir) -> (&str, &'static str, &'static str) {
     match dir {
         Dir::Up => (&t.client, netns::CLIENT_DEV, netns::ROUTER_SERVER_DEV),
         Dir::Down => (&t.server, netns::SERVER_DEV, netns::ROUTER_CLIENT_DEV),
@@ -633,7 +633,7 @@ fn placement(t: &Topology, dir: Dir) -> (&str, &'static str, &'static str) {
 /// The link set up on a topology; removed with it.
 pub struct NetemLink {
     /// The namespaces (client, router, server).
-    pub topology: Topology,
+    pub topology: Namespaces,
     /// The link.
     pub link: LinkSpec,
     /// Every tc command that was run, for the run's metadata.
@@ -750,7 +750,7 @@ impl NetemLink {
         impairments: bool,
     ) -> Result<NetemLink, NetemError> {
         check_link(link, caps, impairments)?;
-        let topology = Topology::create(true)?;
+        let topology = Namespaces::create(true)?;
         let mut commands = Vec::new();
         for dir in [Dir::Up, Dir::Down] {
             let d = link.dir(dir);

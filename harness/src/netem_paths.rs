@@ -389,7 +389,7 @@ impl NetemPaths {
     }
 
     /// A veth pair, `gso_max_segs` 1 on both ends, addressed and up, with
-    /// permanent neighbour entries both ways (as [`netns::Topology`]
+    /// permanent neighbour entries both ways (as [`netns::Namespaces`]
     /// makes them: no ARP crosses a lossy link); the two addresses.
     fn veth(&mut self, a: End, b: End) -> Result<(Ipv4Addr, Ipv4Addr), NetnsError> {
         for e in [&a, &b] {

@@ -1,6 +1,6 @@
 //! Network namespaces and veth pairs for runs that cross real kernel links.
 //!
-//! A [`Topology`] is three namespaces, client, router and server, joined by
+//! A [`Namespaces`] is three namespaces, client, router and server, joined by
 //! two veth pairs:
 //!
 //! ```text
@@ -264,7 +264,7 @@ pub fn enter(name: &str) -> std::io::Result<()> {
 
 /// Three namespaces joined by two veth pairs; removed on drop.
 #[derive(Debug)]
-pub struct Topology {
+pub struct Namespaces {
     /// `cclab-<pid>-<n>`.
     pub id: String,
     /// Client namespace.
@@ -276,17 +276,17 @@ pub struct Topology {
     removed: bool,
 }
 
-impl Topology {
+impl Namespaces {
     /// Creates the namespaces and links, after removing leftovers of dead
     /// runs. With `forward`, the router forwards IP (the netem backend);
     /// without, only a relay in the router connects the two sides (emu).
-    pub fn create(forward: bool) -> Result<Topology, NetnsError> {
+    pub fn create(forward: bool) -> Result<Namespaces, NetnsError> {
         if !is_root() {
             return Err(NetnsError::NotRoot);
         }
         cleanup(true)?;
         let id = new_id();
-        let t = Topology {
+        let t = Namespaces {
             client: format!("{id}-c"),
             router: format!("{id}-r"),
             server: format!("{id}-s"),
@@ -463,7 +463,7 @@ impl Topology {
     }
 }
 
-impl Drop for Topology {
+impl Drop for Namespaces {
     fn drop(&mut self) {
         let _ = self.remove();
     }

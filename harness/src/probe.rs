@@ -391,7 +391,7 @@ pub fn measure_link(
     let mut veth_stats = None;
     let (sent, arrivals) = match kind {
         ProbeLink::Emu => {
-            use crate::emu::{EmuConfig, Emulator, Route};
+            use crate::emu::{EmuConfig, Emulator, Forward};
             let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
             let rx = Receiver::bind(None, lo)?;
             // The emulator's up direction carries what its clients send:
@@ -400,7 +400,7 @@ pub fn measure_link(
             l.up = l.down.clone();
             let mut cfg = EmuConfig::new(
                 l,
-                vec![Route {
+                vec![Forward {
                     listen: lo,
                     target: rx.local_addr(),
                 }],

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use harness::bottleneck::{self, Kind};
-use harness::emu::{EmuConfig, Emulator, Route};
+use harness::emu::{EmuConfig, Emulator, Forward};
 use harness::link::{Dir, LinkSpec};
 use harness::probe::{self, Receiver};
 
@@ -28,7 +28,7 @@ fn through(l: LinkSpec, log_dir: Option<&Path>) -> (Receiver, Emulator) {
     let rx = Receiver::bind(None, lo()).unwrap();
     let mut cfg = EmuConfig::new(
         l,
-        vec![Route {
+        vec![Forward {
             listen: lo(),
             target: rx.local_addr(),
         }],
@@ -213,7 +213,7 @@ fn replies_come_back_through_the_down_direction() {
     });
     let emu = Emulator::start(EmuConfig::new(
         l,
-        vec![Route {
+        vec![Forward {
             listen: lo(),
             target,
         }],
@@ -419,7 +419,7 @@ fn the_relay_carries_ecn_codepoints_and_marks_ect_packets_ce() {
     let rx = std::net::UdpSocket::bind(lo()).unwrap();
     let emu = Emulator::start(EmuConfig::new(
         l,
-        vec![Route {
+        vec![Forward {
             listen: lo(),
             target: rx.local_addr().unwrap(),
         }],

@@ -10,10 +10,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use harness::bottleneck;
-use harness::emu::{EmuConfig, Emulator, Route};
+use harness::emu::{EmuConfig, Emulator, Forward};
 use harness::link::LinkSpec;
 use harness::netem::{self, NetemError, NetemLink};
-use harness::netns::{self, Topology};
+use harness::netns::{self, Namespaces};
 use harness::probe::{self, Receiver};
 
 fn link(pairs: &[(&str, &str)]) -> LinkSpec {
@@ -33,7 +33,7 @@ fn emu_between_namespaces() {
     if !root() {
         return;
     }
-    let topo = Topology::create(false).unwrap();
+    let topo = Namespaces::create(false).unwrap();
     let rx = Receiver::bind(
         Some(&topo.server),
         SocketAddr::new(netns::SERVER_IP.into(), 0),
@@ -42,7 +42,7 @@ fn emu_between_namespaces() {
     let l = link(&[("rate", "20mbit"), ("rtt", "20ms")]);
     let mut cfg = EmuConfig::new(
         l,
-        vec![Route {
+        vec![Forward {
             listen: SocketAddr::new(netns::ROUTER_CLIENT_IP.into(), 0),
             target: rx.local_addr(),
         }],
@@ -349,7 +349,7 @@ fn a_panic_still_removes_the_namespaces() {
         return;
     }
     let names = std::thread::spawn(|| {
-        let t = Topology::create(false).unwrap();
+        let t = Namespaces::create(false).unwrap();
         let names = [t.client.clone(), t.router.clone(), t.server.clone()];
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
             let _t = t;

@@ -1,6 +1,6 @@
 //! Topologies: named links, the path each traffic class takes through
 //! them, and [`Network`], which moves packets along those paths through
-//! each link's two [`Direction`] pipelines.
+//! each link's two [`Pipeline`] pipelines.
 //!
 //! A scenario with one `[link]` is a [`Topology`] of one link that every
 //! flow crosses. Several links are written as `[[links]]` entries, each a
@@ -21,7 +21,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::Path;
 
-use crate::elements::{Counters, Direction, Packet};
+use crate::elements::{Counters, Packet, Pipeline};
 use crate::link::{err, Dir, LinkError, LinkSpec};
 use crate::log::{NoSink, Sink};
 
@@ -409,7 +409,7 @@ pub struct LinkState {
     /// Its name.
     pub name: String,
     /// Up and down.
-    pub dirs: [Direction; 2],
+    pub dirs: [Pipeline; 2],
     /// The latest time a packet entered each direction (arrivals must
     /// come in time order).
     last_in: [u64; 2],
@@ -449,7 +449,7 @@ fn stages_of(route: &Route) -> [Vec<Stage>; 2] {
 
 impl Network {
     /// The links of `topo` with `routes[c]` for class `c`; `mtu` and
-    /// `weights` as [`Direction::with_weights`] takes them.
+    /// `weights` as [`Pipeline::with_weights`] takes them.
     ///
     /// # Panics
     ///
@@ -469,8 +469,8 @@ impl Network {
             .map(|l| LinkState {
                 name: l.name.clone(),
                 dirs: [
-                    Direction::with_weights(&l.spec, Dir::Up, mtu, weights),
-                    Direction::with_weights(&l.spec, Dir::Down, mtu, weights),
+                    Pipeline::with_weights(&l.spec, Dir::Up, mtu, weights),
+                    Pipeline::with_weights(&l.spec, Dir::Down, mtu, weights),
                 ],
                 last_in: [0; 2],
             })
@@ -586,7 +586,7 @@ impl Network {
     }
 
     /// The first link's two directions (a single-link network's only).
-    pub fn first(&self) -> &[Direction; 2] {
+    pub fn first(&self) -> &[Pipeline; 2] {
         &self.links[0].dirs
     }
 

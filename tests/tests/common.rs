@@ -136,7 +136,7 @@ pub fn emulator_in_front_of(server: SocketAddr, pairs: &[(&str, &str)]) -> harne
     let link = harness::link::LinkSpec::from_pairs(pairs.iter().copied(), Path::new(".")).unwrap();
     harness::emu::Emulator::start(harness::emu::EmuConfig::new(
         link,
-        vec![harness::emu::Route {
+        vec![harness::emu::Forward {
             listen: "127.0.0.1:0".parse().unwrap(),
             target: server,
         }],

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::pipeline::Counters;
 use crate::link::LinkSpec;
-use link_model::topology::{Route as Path, Topology};
+use link_model::topology::{Route, Topology};
 
 /// How packets reach the emulator.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -51,7 +51,7 @@ impl EmuMode {
 
 /// Where clients send, and where their datagrams go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
+pub struct Forward {
     /// The emulator's listening address (port 0 picks one).
     pub listen: SocketAddr,
     /// The server behind it.
@@ -64,7 +64,7 @@ pub struct EmuConfig {
     /// The link.
     pub link: LinkSpec,
     /// One or more routes; every flow of every route shares the bottleneck.
-    pub routes: Vec<Route>,
+    pub routes: Vec<Forward>,
     /// Packet size used to turn packet-count queue limits into bytes.
     pub mtu: u64,
     /// Where to write `bottleneck.bin` and `bottleneck-samples.jsonl`.
@@ -84,12 +84,12 @@ pub struct EmuConfig {
     /// them (every link in order for a route without one); `None`: the one
     /// `link`. Link 0 writes its files in `log_dir`, the others in
     /// `log_dir/links/NAME/`.
-    pub topology: Option<(Topology, Vec<Path>)>,
+    pub topology: Option<(Topology, Vec<Route>)>,
 }
 
 impl EmuConfig {
     /// One route on `link`, no logs.
-    pub fn new(link: LinkSpec, routes: Vec<Route>) -> EmuConfig {
+    pub fn new(link: LinkSpec, routes: Vec<Forward>) -> EmuConfig {
         EmuConfig {
             link,
             routes,

@@ -8,7 +8,7 @@
 //! between network namespaces when its sockets are created in a router
 //! namespace ([`EmuConfig::netns`]).
 //!
-//! Each direction is a [`pipeline::Direction`]: loss, duplication, queue +
+//! Each direction is a [`pipeline::Pipeline`]: loss, duplication, queue +
 //! AQM (one FIFO, or deficit round robin over per-class queues:
 //! [`sched`]), serialization, delay + jitter, reordering, one element per file,
 //! each driven by explicit times so it is testable alone with a fake
@@ -36,9 +36,9 @@ mod sockets;
 pub mod tun;
 pub mod tunnel;
 
-pub use config::{EmuConfig, EmuError, EmuMode, EmuReport, IpStats, Lateness, Route, Snapshot};
+pub use config::{EmuConfig, EmuError, EmuMode, EmuReport, Forward, IpStats, Lateness, Snapshot};
 pub use packet::{DropReason, Packet};
-pub use pipeline::{Counters, Direction};
+pub use pipeline::{Counters, Pipeline};
 pub use runtime::Emulator;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {

@@ -707,6 +707,7 @@ values = ["a", "b"]
                 point,
                 dir,
                 scenario: sc.clone(),
+                busy: 0,
             });
         }
         (jobs, data)

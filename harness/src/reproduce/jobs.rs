@@ -26,6 +26,9 @@ pub(crate) struct Job {
     pub(crate) dir: PathBuf,
     /// Its backend is `scenario.link.backend`.
     pub(crate) scenario: Scenario,
+    /// Busy processes (CPU spinners) kept running beside the run: a
+    /// study's `host.busy`, a loaded host on purpose.
+    pub(crate) busy: u32,
 }
 
 /// The scenario of one point.
@@ -79,6 +82,7 @@ pub(crate) fn apply_quick(
 /// the link and the clients' reports).
 pub(crate) const QLOG_METRICS: &[&str] = &[
     "rtt_ms",
+    "rtt_min_ms",
     "rtt_p95_ms",
     "cwnd_cv",
     "cwnd_kb",
@@ -88,6 +92,11 @@ pub(crate) const QLOG_METRICS: &[&str] = &[
     "smcc_alpha_min",
     "smcc_alpha_max",
 ];
+
+/// Whether metric `m` reads the senders' qlog.
+pub(crate) fn needs_qlog(m: &str) -> bool {
+    QLOG_METRICS.contains(&m) || m.starts_with("last:")
+}
 
 /// The qlog level point `p` of experiment `e` needs: `opts.qlog_level`
 /// when a claim or figure reads the senders' qlog there, else off (qlog
@@ -101,17 +110,13 @@ fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app
     let claims_of = e.sensitivity_of.as_deref().unwrap_or(e.id.as_str());
     let claims = m.claims.iter().any(|c| {
         c.experiment.as_deref() == Some(claims_of)
-            && c.metric
-                .as_deref()
-                .is_some_and(|x| QLOG_METRICS.contains(&x))
+            && c.metric.as_deref().is_some_and(needs_qlog)
             && hits(&c.values)
     });
     let figures = m.figures.iter().any(|f| {
         f.experiment == e.id
             && (matches!(f.kind.as_str(), "cwnd" | "rtt")
-                || f.kind
-                    .strip_prefix("metric:")
-                    .is_some_and(|x| QLOG_METRICS.contains(&x)))
+                || f.kind.strip_prefix("metric:").is_some_and(needs_qlog))
             && hits(&f.series)
     });
     // Figures quoted in explanations, measured where they point.
@@ -125,7 +130,7 @@ fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app
                 let exp = q.experiment.as_deref().or(c.experiment.as_deref());
                 let here = exp == Some(e.id.as_str())
                     || (exp.is_some() && exp == e.sensitivity_of.as_deref());
-                here && QLOG_METRICS.contains(&q.metric.as_str())
+                here && needs_qlog(&q.metric)
                     && Selector::parse(&q.selector).is_ok_and(|sel| p.matches(&sel))
             })
     });
@@ -151,6 +156,7 @@ pub(crate) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>,
                 point: p,
                 dir,
                 scenario,
+                busy: 0,
             });
         }
     }
@@ -159,6 +165,40 @@ pub(crate) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>,
 
 /// The file in a run directory naming the qlog level it ran at.
 const QLOG_FILE: &str = "qlog-level";
+
+/// The file in a run directory giving how many busy processes ran beside
+/// it (absent: none).
+const BUSY_FILE: &str = "host-busy";
+
+/// CPU spinners: `n` busy child processes, stopped (killed and waited
+/// for) when dropped, so they never outlive the run they load.
+struct Spinners(Vec<std::process::Child>);
+
+impl Spinners {
+    fn start(n: u32) -> std::io::Result<Spinners> {
+        let mut v = Spinners(Vec::new());
+        for _ in 0..n {
+            v.0.push(
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(std::process::Stdio::null())
+                    .spawn()?,
+            );
+        }
+        Ok(v)
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+        }
+        for c in &mut self.0 {
+            let _ = c.wait();
+        }
+    }
+}
 
 /// The file in a run directory naming the build that made it.
 pub(super) const BUILD_FILE: &str = "build.json";
@@ -225,7 +265,9 @@ fn to_do(
         // metric reads; runs from before the level was recorded pass.
         let same_qlog = std::fs::read_to_string(j.dir.join(QLOG_FILE))
             .map_or(true, |l| l.trim() == j.qlog.as_str());
-        if complete && same && same_build && same_qlog {
+        let same_busy = std::fs::read_to_string(j.dir.join(BUSY_FILE))
+            .map_or(j.busy == 0, |b| b.trim() == j.busy.to_string());
+        if complete && same && same_build && same_qlog && same_busy {
             continue;
         }
         if complete && same {
@@ -358,9 +400,30 @@ fn run_job(
         // Linux TCP flows take the emulator's IP mode.
         emu_mode: crate::run::default_emu_mode(&j.scenario, backend),
     };
-    match crate::run::run(&j.scenario, &cfg) {
+    let spinners = match Spinners::start(j.busy) {
+        Ok(s) => s,
+        Err(e) => {
+            return (
+                format!("failed: {e}"),
+                Some(format!(
+                    "{name}: cannot start {} busy processes: {e}",
+                    j.busy
+                )),
+            )
+        }
+    };
+    let result = crate::run::run(&j.scenario, &cfg);
+    drop(spinners);
+    match result {
         Ok(s) if s.status == "complete" => {
             let recorded = std::fs::write(j.dir.join(QLOG_FILE), j.qlog.as_str())
+                .and_then(|()| {
+                    if j.busy > 0 {
+                        std::fs::write(j.dir.join(BUSY_FILE), j.busy.to_string())
+                    } else {
+                        Ok(())
+                    }
+                })
                 .map_err(|e| std::io::Error::new(e.kind(), format!("{QLOG_FILE}: {e}")))
                 .and_then(|()| crate::files::write_json_atomic(&j.dir.join(BUILD_FILE), build));
             match recorded {
@@ -384,6 +447,22 @@ mod tests {
 
     use super::*;
     use crate::link::Backend;
+
+    #[test]
+    fn spinners_stop_when_dropped() {
+        let s = Spinners::start(2).unwrap();
+        let pids: Vec<u32> = s.0.iter().map(|c| c.id()).collect();
+        assert_eq!(pids.len(), 2);
+        // Running, and busy (state R) or about to be.
+        for p in &pids {
+            assert!(std::path::Path::new(&format!("/proc/{p}")).exists());
+        }
+        drop(s);
+        // Killed and reaped: no process, not even a zombie.
+        for p in &pids {
+            assert!(!std::path::Path::new(&format!("/proc/{p}")).exists(), "{p}");
+        }
+    }
 
     #[test]
     fn qlog_only_where_a_claim_or_figure_reads_it() {

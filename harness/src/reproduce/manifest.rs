@@ -334,7 +334,17 @@ pub const METRICS: &[&str] = &[
     "guest_cpu_busy",
     "share",
     "base_rtt_ms",
+    "rtt_min_ms",
+    "recovery_s",
+    "unrecovered",
 ];
+
+/// Whether `m` names a metric: one of [`METRICS`], or `last:NAME`, the
+/// last value the senders' qlog gave their controller's metric NAME
+/// (`last:bbr_max_bw_bps`).
+pub fn is_metric(m: &str) -> bool {
+    METRICS.contains(&m) || m.strip_prefix("last:").is_some_and(|n| !n.is_empty())
+}
 
 /// The signals a time-series figure may draw.
 pub const SIGNALS: &[&str] = &[

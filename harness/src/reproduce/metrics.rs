@@ -171,6 +171,7 @@ impl RunData {
             "data_mb" => sum(&|f| f.bytes as f64) / 1e6,
             "rtt_ms" => mean(&|f| opt(f.rtt_ms.as_ref().map(|r| r.mean))),
             "rtt_p95_ms" => mean(&|f| opt(f.rtt_ms.as_ref().map(|r| r.p95))),
+            "rtt_min_ms" => mean(&|f| opt(f.rtt_ms.as_ref().map(|r| r.min))),
             "cwnd_cv" => mean(&|f| opt(f.cwnd_cv)),
             "cwnd_kb" => mean(&|f| opt(f.cwnd_mean) / 1e3),
             "lost" => sum(&|f| opt(f.lost_packets.map(|l| l as f64))),
@@ -201,7 +202,10 @@ impl RunData {
                 }
             }
             "base_rtt_ms" => mean(&|f| opt(f.base_rtt_ms)),
-            _ => return None,
+            m => {
+                let name = m.strip_prefix("last:")?;
+                mean(&|f| opt(f.metrics_last.get(name).copied()))
+            }
         })
     }
 }
@@ -343,6 +347,28 @@ fn link_value(
             }
         }
         "loss_rate" => 100.0 * loss(),
+        // Recovery from the link's scheduled changes: the mean time of
+        // those recovered, and how many were not.
+        "recovery_s" => {
+            let t: Vec<f64> = links
+                .iter()
+                .flat_map(|(b, _)| b.recoveries.iter().filter_map(|r| r.recovery_s))
+                .collect();
+            if t.is_empty() {
+                f64::NAN
+            } else {
+                t.iter().sum::<f64>() / t.len() as f64
+            }
+        }
+        "unrecovered" => links
+            .iter()
+            .map(|(b, _)| {
+                b.recoveries
+                    .iter()
+                    .filter(|r| r.recovery_s.is_none())
+                    .count()
+            })
+            .sum::<usize>() as f64,
         // delivery_ratio and delivery_first, the link metrics left.
         _ => 100.0 * (1.0 - loss()),
     }))
@@ -406,6 +432,8 @@ const LINK_METRICS: &[&str] = &[
     "jain",
     "cpu_busy",
     "guest_cpu_busy",
+    "recovery_s",
+    "unrecovered",
 ];
 
 fn is_flow_metric(m: &str) -> bool {
@@ -565,6 +593,34 @@ mod tests {
         assert_eq!(d.values("share", Some("tcp")).unwrap(), vec![75.0]);
         assert_eq!(d.values("share", None).unwrap(), vec![100.0]);
         assert_eq!(d.values("base_rtt_ms", Some("#1")).unwrap(), vec![80.0]);
+    }
+
+    #[test]
+    fn recoveries_rtt_minimum_and_a_controllers_last_metric() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = serde_json::json!({
+            "bottleneck": {"direction": "down"},
+            "repetitions": [{
+                "rep": 1,
+                "bottleneck": {"utilization": 0.9, "recoveries": [
+                    {"at_s": 10.0, "change": "rate 5mbit", "recovery_s": 0.5},
+                    {"at_s": 20.0, "change": "rate 20mbit", "recovery_s": 1.5},
+                    {"at_s": 25.0, "change": "delay 100ms", "recovery_s": null}]},
+                "flows": [{"index": 0, "cc": "bbr3", "rtt_ms": {"min": 40.5, "mean": 50.0, "p95": 70.0},
+                           "metrics_last": {"bbr_max_bw_bps": 2e7}}]
+            }]
+        });
+        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        let d = RunData::load(dir.path()).unwrap();
+        assert_eq!(d.values("recovery_s", None).unwrap(), vec![1.0]);
+        assert_eq!(d.values("unrecovered", None).unwrap(), vec![1.0]);
+        assert_eq!(d.values("rtt_min_ms", None).unwrap(), vec![40.5]);
+        assert_eq!(d.values("last:bbr_max_bw_bps", None).unwrap(), vec![2e7]);
+        // A metric the controller never logged reads NaN, not an error.
+        assert!(d.values("last:nothing", None).unwrap()[0].is_nan());
+        assert!(d.values("speed", None).is_err());
+        assert!(crate::reproduce::manifest::is_metric("last:x"));
+        assert!(!crate::reproduce::manifest::is_metric("last:"));
     }
 
     #[test]

@@ -377,11 +377,11 @@ pub(crate) fn validate_axis(a: &Axis) -> Result<(), String> {
 
 /// `m` is a metric claims and figures can read.
 fn check_metric(m: &str) -> Result<(), String> {
-    if METRICS.contains(&m) {
+    if super::manifest::is_metric(m) {
         Ok(())
     } else {
         Err(format!(
-            "metric `{m}` is not one of: {}",
+            "metric `{m}` is not one of: {}, or last:NAME (a controller's metric in the qlog)",
             METRICS.join(", ")
         ))
     }

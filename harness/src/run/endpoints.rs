@@ -197,7 +197,7 @@ impl<'a> Endpoints<'a> {
                     c
                 })
             }
-            Some(ns) => crate::netns::Topology::command(ns, bin),
+            Some(ns) => crate::netns::Namespaces::command(ns, bin),
             None => Command::new(bin),
         }
     }

@@ -16,7 +16,7 @@ use super::endpoints::Server;
 use super::{RunConfig, RunError};
 use crate::cross::{self, Cross};
 use crate::emu::tun::{self, TunNet};
-use crate::emu::{EmuConfig, EmuMode, EmuReport, Emulator, Route};
+use crate::emu::{EmuConfig, EmuMode, EmuReport, Emulator, Forward};
 use crate::guest_router::{GuestLink, GuestSampler};
 use crate::link::{Backend, LinkSpec};
 use crate::netem::NetemLink;
@@ -248,7 +248,7 @@ impl PreparedLink {
                 guest: None,
             });
         }
-        let mut routes: Vec<Route> = servers.iter().map(|s| route_to(s.addr)).collect();
+        let mut routes: Vec<Forward> = servers.iter().map(|s| route_to(s.addr)).collect();
         let mut cross_targets = Vec::new();
         for _ in &sc.cross {
             let t = cross::target_socket()?;
@@ -275,7 +275,7 @@ fn emu_config(
     sc: &Scenario,
     cfg: &RunConfig,
     dir: &Path,
-    routes: Vec<Route>,
+    routes: Vec<Forward>,
 ) -> EmuConfig {
     let mut ec = EmuConfig::new(spec, routes);
     ec.log_dir = Some(dir.to_path_buf());
@@ -289,8 +289,8 @@ fn emu_config(
 }
 
 /// An emulator route to `target`, listening on a free local port.
-fn route_to(target: SocketAddr) -> Route {
-    Route {
+fn route_to(target: SocketAddr) -> Forward {
+    Forward {
         listen: "127.0.0.1:0".parse().unwrap(),
         target,
     }

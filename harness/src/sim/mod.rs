@@ -5,7 +5,7 @@
 //! [`quic_app::server::ServerApp`] (the state machines the `quic-client`
 //! and `quic-server` binaries run), with the congestion controller the
 //! scenario names. The link is the emulator's own two
-//! [`Direction`](crate::emu::Direction) pipelines (loss, duplication,
+//! [`Pipeline`](crate::emu::Pipeline) pipelines (loss, duplication,
 //! queue + AQM or per-class DRR, serialization or trace, delay + jitter,
 //! reordering; flow `i` is traffic class `i` and cross source `j` class
 //! `flows + j`, as the emulator's routes number them), and

@@ -304,7 +304,7 @@ pub struct Overrides {
 
 /// The metrics a goal or table may name.
 fn known_metric(m: &str) -> bool {
-    crate::reproduce::manifest::METRICS.contains(&m)
+    crate::reproduce::manifest::is_metric(m)
 }
 
 /// A table's metric column: `NAME` or `NAME[flow=SEL,link=NAME]`, the
@@ -389,17 +389,21 @@ impl Study {
             .collect()
     }
 
-    /// The experiments a goal or table covers: `id`, or every one when
-    /// `None` (empty when `id` names none).
+    /// The experiments a goal or table covers: `id` (or several, `a,b`),
+    /// or every one when `None` (empty when an id names none).
     fn scope(&self, id: Option<&str>) -> Vec<usize> {
         match id {
             None => (0..self.experiments.len()).collect(),
-            Some(id) => self
-                .experiments
-                .iter()
-                .position(|e| e.id == id)
-                .into_iter()
-                .collect(),
+            Some(ids) => {
+                let mut v = Vec::new();
+                for id in ids.split(',').map(str::trim) {
+                    match self.experiments.iter().position(|e| e.id == id) {
+                        Some(i) => v.push(i),
+                        None => return Vec::new(),
+                    }
+                }
+                v
+            }
         }
     }
 
@@ -967,6 +971,10 @@ fn plan(s: &Study, out: &Path, opts: &Options) -> Result<(Vec<Job>, Vec<Skipped>
                 e.set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
             ov.extend(p.overrides.iter().cloned());
             let source = format!("{} experiment {}", s.path.display(), e.id);
+            // `host.*` fields set up the host around a run, not the run.
+            let (host, ov): (Vec<_>, Vec<_>) =
+                ov.into_iter().partition(|(k, _)| k.starts_with("host."));
+            let busy = host_busy(&host, &source)?;
             let mut sc = match base.with_overrides(&ov, &source) {
                 Ok(sc) => sc,
                 Err(e) => {
@@ -1011,10 +1019,36 @@ fn plan(s: &Study, out: &Path, opts: &Options) -> Result<(Vec<Job>, Vec<Skipped>
                 dir: out.join("runs").join(&e.id).join(p.dir_name()),
                 point: p,
                 scenario: sc,
+                busy,
             });
         }
     }
     Ok((jobs, skipped))
+}
+
+/// The busy processes a point's `host.busy` asks for (the last one given;
+/// 0 without); any other `host.` field is refused.
+fn host_busy(host: &[(String, toml::Value)], source: &str) -> Result<u32, StudyError> {
+    let mut busy = 0;
+    for (k, v) in host {
+        let bad = |problem: String| crate::scenario::ScenarioError {
+            source: source.to_string(),
+            field: k.clone(),
+            problem,
+        };
+        if k != "host.busy" {
+            return Err(bad(
+                "the only host field is host.busy (busy processes beside each run)".into(),
+            )
+            .into());
+        }
+        busy = v
+            .as_integer()
+            .filter(|n| (0..=64).contains(n))
+            .ok_or_else(|| bad(format!("`{v}` is not a number of busy processes, 0 to 64")))?
+            as u32;
+    }
+    Ok(busy)
 }
 
 /// Metrics read from the senders' per-packet qlog events (the `core`
@@ -1049,7 +1083,7 @@ fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::Qlo
             l => l,
         };
     }
-    if qlog || metrics.iter().any(|m| jobs::QLOG_METRICS.contains(m)) {
+    if qlog || metrics.iter().any(|m| jobs::needs_qlog(m)) {
         level
     } else {
         QlogLevel::Off

@@ -19,7 +19,7 @@ pub fn unit(metric: &str) -> &'static str {
         "data_mb" => "MB",
         "cwnd_kb" => "KB",
         "queue_pkts" => "packets",
-        "completion_s" => "s",
+        "completion_s" | "recovery_s" => "s",
         "data_packet_bytes" => "B",
         _ => "",
     }

@@ -206,3 +206,18 @@ fn link_replaces_the_backend_axis_or_sets_the_backend() {
     .unwrap();
     assert_eq!(s.set["link.backend"].as_str(), Some("sim"));
 }
+
+#[test]
+fn host_fields_are_busy_processes_or_refused() {
+    let v = |k: &str, x: toml::Value| vec![(k.to_string(), x)];
+    assert_eq!(host_busy(&[], "s").unwrap(), 0);
+    assert_eq!(host_busy(&v("host.busy", 2.into()), "s").unwrap(), 2);
+    let e = host_busy(&v("host.busy", 65.into()), "s")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("host.busy") && e.contains("0 to 64"), "{e}");
+    let e = host_busy(&v("host.cpus", 1.into()), "s")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("host.cpus") && e.contains("host.busy"), "{e}");
+}

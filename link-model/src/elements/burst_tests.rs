@@ -6,11 +6,11 @@
 
 use super::changes_tests::{link, offer as offer_from, MS};
 use super::packet::{DropReason, Packet};
-use super::pipeline::Direction;
+use super::pipeline::Pipeline;
 use crate::link::{Dir, LinkSpec};
 use crate::log::{Kind, Record};
 
-fn offer(d: &mut Direction, every: u64, n: u64) -> (Vec<Record>, Vec<(u64, Packet)>) {
+fn offer(d: &mut Pipeline, every: u64, n: u64) -> (Vec<Record>, Vec<(u64, Packet)>) {
     offer_from(d, 0, every, n)
 }
 
@@ -19,7 +19,7 @@ fn the_policer_passes_its_burst_and_rate_and_drops_the_rest_unqueued() {
     // Offered 12 Mbit/s for 2 s to a 6 Mbit/s policer with a 15,000-byte
     // bucket: the first 10 packets ride the bucket, then every other one.
     let l = link("policer = \"rate=6mbit,burst=10pkt\"\n");
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (log, out) = offer(&mut d, MS, 2000);
     let c = &d.counters;
     let passed = 2000 - c.dropped_by(DropReason::Policer);
@@ -37,7 +37,7 @@ fn the_policer_passes_its_burst_and_rate_and_drops_the_rest_unqueued() {
     let j = serde_json::to_value(c).unwrap();
     assert_eq!(j["dropped_policer"], c.dropped_policer);
     // Without a policer the field is absent, as in results before it.
-    let mut plain = Direction::new(&link(""), Dir::Down, 1500);
+    let mut plain = Pipeline::new(&link(""), Dir::Down, 1500);
     offer(&mut plain, MS, 10);
     assert!(serde_json::to_value(&plain.counters)
         .unwrap()
@@ -50,7 +50,7 @@ fn aggregation_delivers_at_releases_and_a_burst_caps_each() {
     // Packets cross in 1 ms each and would arrive at 21, 22, ... ms; with
     // a release every 4 ms they arrive 4 at a time at 24, 28, ... ms.
     let l = link("aggregate = \"period=4ms\"\n");
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (_, out) = offer(&mut d, MS, 400);
     assert!(out.iter().all(|(t, _)| t % (4 * MS) == 0));
     assert_eq!(out[0].0, 24 * MS);
@@ -64,14 +64,14 @@ fn aggregation_delivers_at_releases_and_a_burst_caps_each() {
     // At most 2 per 4 ms release: the link delivers half its rate and the
     // wait grows by 2 ms per release.
     let l = link("aggregate = \"period=4ms,burst=2pkt\"\n");
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (_, out) = offer(&mut d, MS, 400);
     assert_eq!(out.len(), 400);
     let last = out.last().unwrap().0;
     assert_eq!(last, 20 * MS + 200 * 4 * MS, "{}", last / MS);
     // The uplink alone: the downlink is untouched.
     let l = link("[up]\naggregate = \"period=10ms\"\n");
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (_, out) = offer(&mut d, MS, 10);
     assert_eq!(out[0].0, 21 * MS);
 }
@@ -84,7 +84,7 @@ fn a_change_turns_aggregation_on_and_off() {
     assert!(l.describe().contains("2 scheduled changes"));
     let back = LinkSpec::from_toml(&l.to_toml(), std::path::Path::new("."), "link").unwrap();
     assert_eq!(back, l);
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (_, out) = offer(&mut d, MS, 300);
     // Packets that left the link before 100 ms arrive one per ms; from
     // then until 200 ms only at multiples of 5 ms; then one per ms again.

@@ -3,7 +3,7 @@
 //! model, a repeating change; and the capacity the samples divide by.
 
 use super::packet::{DropReason, Packet};
-use super::pipeline::Direction;
+use super::pipeline::Pipeline;
 use crate::link::{Dir, LinkSpec};
 use crate::log::{Kind, Record};
 
@@ -22,7 +22,7 @@ pub(super) fn link(extra: &str) -> LinkSpec {
 /// link to each arrival and then 10 s past the last; returns the log and
 /// the deliveries.
 pub(super) fn offer(
-    d: &mut Direction,
+    d: &mut Pipeline,
     from: u64,
     every: u64,
     n: u64,
@@ -53,7 +53,7 @@ fn a_rate_step_changes_the_spacing_of_what_leaves_from_its_time() {
     let l = link(
         "[[changes]]\nat = \"1s\"\nrate = \"3mbit\"\n[[changes]]\nat = \"2s\"\nrate = \"12mbit\"\n",
     );
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (log, _) = offer(&mut d, 0, MS / 2, 6000);
     let dep = departures(&log);
     let in_window = |a: u64, b: u64| dep.iter().filter(|&&t| t >= a && t < b).count();
@@ -93,7 +93,7 @@ fn the_capacity_counts_a_change_nothing_has_made_yet() {
     // An idle link: no packet ever makes the change, the samples must
     // still see it.
     let l = link("[[changes]]\nat = \"1s\"\nrate = \"3mbit\"\n");
-    let d = Direction::new(&l, Dir::Down, 1500);
+    let d = Pipeline::new(&l, Dir::Down, 1500);
     assert_eq!(d.capacity_bits(0, 2 * S), 15e6);
     assert_eq!(d.capacity_bits(0, S), 12e6);
 }
@@ -105,7 +105,7 @@ fn a_pause_holds_the_queue_and_an_outage_loses_arrivals() {
     // back to back after it. From 2 s an outage of 100 ms loses the 50
     // arrivals in it and nothing else.
     let l = link("[[changes]]\nat = \"1s\"\npause = \"200ms\"\n[[changes]]\nat = \"2s\"\noutage = \"100ms\"\n");
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (log, _) = offer(&mut d, 0, 2 * MS, 1500);
     let dep = departures(&log);
     assert_eq!(
@@ -138,7 +138,7 @@ fn delay_queue_and_loss_changes_apply_from_their_time() {
     let l = link(
         "[[changes]]\nat = \"1s\"\ndelay = \"100ms\"\nqueue = \"3pkt\"\n[[changes]]\nat = \"2s\"\nloss = \"100%\"\n",
     );
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (mut log, mut out) = (Vec::new(), Vec::new());
     // Before: 20 ms after leaving.
     d.push(Packet::sized(1500, 0, 0), 0, &mut log);
@@ -168,7 +168,7 @@ fn a_change_with_every_repeats_for_the_whole_run() {
     // The link pauses for 50 ms every second from 0.5 s: a packet every
     // 2 ms for 4 s sees four pauses, each holding 25 arrivals.
     let l = link("[[changes]]\nat = \"500ms\"\nevery = \"1s\"\npause = \"50ms\"\n");
-    let mut d = Direction::new(&l, Dir::Down, 1500);
+    let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (log, _) = offer(&mut d, 0, 2 * MS, 2000);
     let dep = departures(&log);
     for k in 0..4 {

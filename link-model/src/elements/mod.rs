@@ -1,6 +1,6 @@
 //! The elements of one link direction, one per file, each driven by
 //! explicit times so it is testable alone with a fake clock, and
-//! [`pipeline::Direction`], which chains them:
+//! [`pipeline::Pipeline`], which chains them:
 //!
 //! ```text
 //! arrive → loss → duplicate → policer → queue (+ AQM; FIFO or per-class DRR) → serializer → delay + jitter → (reorder) → aggregation → deliver
@@ -30,4 +30,4 @@ pub mod sched;
 pub mod serializer;
 
 pub use packet::{DropReason, Ecn, MarkReason, Packet};
-pub use pipeline::{Counters, Direction, Sampler};
+pub use pipeline::{Counters, Pipeline, Sampler};

@@ -8,7 +8,7 @@
 //! (a packet leaves the queue when the serializer is free, not when the
 //! emulator's thread happened to wake up), so a late wake-up delays only
 //! the final hand-off to the socket, never the link's own accounting.
-//! Callers must feed arrivals in time order and call [`Direction::advance`]
+//! Callers must feed arrivals in time order and call [`Pipeline::advance`]
 //! with a time no earlier than the last one.
 
 use std::cmp::Reverse;
@@ -151,7 +151,7 @@ impl Ord for InFlight {
 }
 
 /// One direction's pipeline.
-pub struct Direction {
+pub struct Pipeline {
     dir: Dir,
     loss: Loss,
     duplicate: Duplicate,
@@ -173,11 +173,11 @@ pub struct Direction {
     pub counters: Counters,
 }
 
-impl Direction {
+impl Pipeline {
     /// The pipeline for direction `dir` of `link`; `mtu` sizes packet-count
     /// queue limits in bytes. With `sched = "wfq"` every class has weight 1.
-    pub fn new(link: &LinkSpec, dir: Dir, mtu: u64) -> Direction {
-        Direction::with_weights(link, dir, mtu, &[])
+    pub fn new(link: &LinkSpec, dir: Dir, mtu: u64) -> Pipeline {
+        Pipeline::with_weights(link, dir, mtu, &[])
     }
 
     /// The pipeline for direction `dir` of `link`, where `weights[c]` is
@@ -185,7 +185,7 @@ impl Direction {
     /// scheduler is `wfq` (a class without one gets the smallest weight).
     /// `mtu` sizes packet-count queue limits in bytes and is the DRR
     /// quantum of the lightest class.
-    pub fn with_weights(link: &LinkSpec, dir: Dir, mtu: u64, weights: &[f64]) -> Direction {
+    pub fn with_weights(link: &LinkSpec, dir: Dir, mtu: u64, weights: &[f64]) -> Pipeline {
         let s = link.dir(dir);
         // Each element gets its own stream, so changing one parameter does
         // not reshuffle the others' choices.
@@ -194,7 +194,7 @@ impl Direction {
             Some(t) => Serializer::trace(t),
             None => Serializer::rate(s.rate_bps),
         };
-        Direction {
+        Pipeline {
             dir,
             loss: Loss::new(s.loss, stream(1)),
             duplicate: Duplicate::new(s.duplicate, stream(2)),
@@ -495,7 +495,7 @@ impl Sampler {
 
     /// The samples of `dirs` (up, down) at `t`; the next falls due one
     /// interval later.
-    pub fn take(&mut self, t: u64, dirs: &[Direction; 2]) -> [Sample; 2] {
+    pub fn take(&mut self, t: u64, dirs: &[Pipeline; 2]) -> [Sample; 2] {
         let out = [0, 1].map(|i| {
             let d = &dirs[i];
             let (t0, prev) = &self.last[i];
@@ -550,7 +550,7 @@ mod tests {
     fn a_burst_is_serialized_delayed_and_tail_dropped() {
         // 12 Mbit/s: 1500 B every 1 ms; 10 ms delay; room for 5 packets.
         let l = link(12e6, 10, QueueLimit::Packets(5));
-        let mut d = Direction::new(&l, Dir::Down, 1500);
+        let mut d = Pipeline::new(&l, Dir::Down, 1500);
         let mut log: Vec<Record> = Vec::new();
         for i in 0..10 {
             d.push(Packet::sized(1500, i, 0), 0, &mut log);
@@ -591,7 +591,7 @@ mod tests {
             ))
             .unwrap();
             let l = LinkSpec::from_toml(&t, std::path::Path::new("."), "link").unwrap();
-            let mut d = Direction::new(&l, Dir::Down, 1500);
+            let mut d = Pipeline::new(&l, Dir::Down, 1500);
             let mut out = Vec::new();
             // 1250 bytes take 100 us at 100 Mbit/s: a burst of 20, then
             // one arrival per transmission time for 2 s, and one more
@@ -624,8 +624,8 @@ mod tests {
     #[test]
     fn late_advance_does_not_change_link_timing() {
         let l = link(12e6, 10, QueueLimit::Bdp(10.0));
-        let mut early = Direction::new(&l, Dir::Up, 1500);
-        let mut late = Direction::new(&l, Dir::Up, 1500);
+        let mut early = Pipeline::new(&l, Dir::Up, 1500);
+        let mut late = Pipeline::new(&l, Dir::Up, 1500);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for i in 0..100u64 {
             let t = i * 500_000; // twice the link rate
@@ -649,7 +649,7 @@ mod tests {
         l.down.loss = LossModel::Random(0.1);
         l.down.duplicate = 0.1;
         l.down.aqm = Aqm::DropTail;
-        let mut d = Direction::new(&l, Dir::Down, 1500);
+        let mut d = Pipeline::new(&l, Dir::Down, 1500);
         let mut log: Vec<Record> = Vec::new();
         let mut out = Vec::new();
         for i in 0..10_000u64 {
@@ -669,7 +669,7 @@ mod tests {
             .count() as u64;
         assert_eq!(dups, c.duplicated);
         // Same seed, same choices.
-        let mut d2 = Direction::new(&l, Dir::Down, 1500);
+        let mut d2 = Pipeline::new(&l, Dir::Down, 1500);
         for i in 0..10_000u64 {
             d2.push(
                 Packet::sized(1000, 0, i * 200_000),
@@ -685,7 +685,7 @@ mod tests {
     fn reordered_packets_overtake() {
         let mut l = link(100e6, 20, QueueLimit::Bdp(10.0));
         l.down.reorder = 0.2;
-        let mut d = Direction::new(&l, Dir::Down, 1500);
+        let mut d = Pipeline::new(&l, Dir::Down, 1500);
         let mut out = Vec::new();
         for i in 0..1000u64 {
             let t = i * 1_000_000;
@@ -706,15 +706,15 @@ mod tests {
     /// Drives `aqm` (a `[link]` aqm spec) at 10 Mbit/s with twice its
     /// rate of 1250-byte packets of codepoint `ecn` for 2 s; returns the
     /// log and the direction.
-    fn overload(aqm: &str, ecn: crate::elements::Ecn) -> (Vec<Record>, Direction, Vec<Sample>) {
+    fn overload(aqm: &str, ecn: crate::elements::Ecn) -> (Vec<Record>, Pipeline, Vec<Sample>) {
         let t: toml::Table = toml::from_str(&format!(
             "rate = \"10mbit\"\ndelay = \"10ms\"\nqueue = \"100pkt\"\naqm = \"{aqm}\""
         ))
         .unwrap();
         let l = LinkSpec::from_toml(&t, std::path::Path::new("."), "link").unwrap();
         let mut dirs = [
-            Direction::new(&l, Dir::Up, 1500),
-            Direction::new(&l, Dir::Down, 1500),
+            Pipeline::new(&l, Dir::Up, 1500),
+            Pipeline::new(&l, Dir::Down, 1500),
         ];
         let mut sampler = Sampler::new(100_000_000);
         let mut samples = Vec::new();

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use harness::cli::LinkArgs;
-use harness::emu::{EmuConfig, Emulator, Route};
+use harness::emu::{EmuConfig, Emulator, Forward};
 use harness::link::units::parse_duration_ns;
 use harness::link::{Backend, LinkSpec};
-use harness::netns::{self, Topology};
+use harness::netns::{self, Namespaces};
 
 use crate::common::{bad_input, signal_flag};
 
@@ -72,7 +72,7 @@ pub fn emu(a: EmuArgs) -> anyhow::Result<i32> {
         signal_hook::consts::SIGHUP,
     ])?;
     let topology = if a.netns {
-        Some(Topology::create(false)?)
+        Some(Namespaces::create(false)?)
     } else {
         None
     };
@@ -98,7 +98,7 @@ pub fn emu(a: EmuArgs) -> anyhow::Result<i32> {
 
 /// Starts the emulator: --listen (or its default) forwards to --target,
 /// in the router namespace if there is one.
-fn start(a: &EmuArgs, spec: LinkSpec, topology: Option<&Topology>) -> anyhow::Result<Emulator> {
+fn start(a: &EmuArgs, spec: LinkSpec, topology: Option<&Namespaces>) -> anyhow::Result<Emulator> {
     let listen = a.listen.unwrap_or_else(|| {
         if a.netns {
             SocketAddr::new(netns::ROUTER_CLIENT_IP.into(), 4433)
@@ -108,7 +108,7 @@ fn start(a: &EmuArgs, spec: LinkSpec, topology: Option<&Topology>) -> anyhow::Re
     });
     let mut cfg = EmuConfig::new(
         spec,
-        vec![Route {
+        vec![Forward {
             listen,
             target: a.target,
         }],
@@ -123,7 +123,7 @@ fn start(a: &EmuArgs, spec: LinkSpec, topology: Option<&Topology>) -> anyhow::Re
 fn relay(
     a: &EmuArgs,
     emu: &Emulator,
-    topology: Option<&Topology>,
+    topology: Option<&Namespaces>,
     stop: &AtomicBool,
     duration: Option<Duration>,
 ) {
