@@ -15,13 +15,8 @@ python3 scripts/check-reproduction.py target/reproduce-quick.json br-tcp dcm-plu
 python3 scripts/reproduction-fingerprint.py check target/reproduce-quick.json docs/reproduction/quick-figures.json
 # ... and the check sees a change: the same figures with one claim's mean
 # altered must be refused.
-python3 - <<'PY'
-import json
-d = json.load(open("docs/reproduction/quick-figures.json"))
-k = sorted(k for k, v in d["claims"].items() if v)[0]
-d["claims"][k][0][1] = "altered"
-json.dump(d, open("target/quick-figures-altered.json", "w"))
-PY
+jq '(.claims | to_entries | map(select(.value | length > 0)) | sort_by(.key) | .[0].key) as $k
+    | .claims[$k][0][1] = "altered"' docs/reproduction/quick-figures.json >target/quick-figures-altered.json
 if python3 scripts/reproduction-fingerprint.py check target/reproduce-quick.json target/quick-figures-altered.json 2>/dev/null; then
     echo "reproduce-quick: the fingerprint check accepted an altered figure" >&2
     exit 1

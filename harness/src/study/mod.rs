@@ -1000,7 +1000,10 @@ fn plan(s: &Study, out: &Path, opts: &Options) -> Result<(Vec<Job>, Vec<Skipped>
             };
             let name = format!("{}/{}", e.id, p.dir_name());
             sc.name = format!("{}/{}", s.study, name);
-            if !ov.iter().any(|(k, _)| k == "link.backend") {
+            // The study's backend (sim, or --link's) where neither the
+            // scenario nor an override names one: a scenario's own
+            // (`backend = "emu"`) stands.
+            if sc.link.backend == Backend::Auto && !ov.iter().any(|(k, _)| k == "link.backend") {
                 sc.link.backend = opts.backend;
             }
             jobs::apply_quick(&mut sc, e, opts.quick, &source)?;

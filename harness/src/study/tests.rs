@@ -221,3 +221,36 @@ fn host_fields_are_busy_processes_or_refused() {
         .to_string();
     assert!(e.contains("host.cpus") && e.contains("host.busy"), "{e}");
 }
+
+#[test]
+fn a_scenarios_own_backend_stands_and_sim_is_the_default() {
+    let no_axis = BASE
+        .replace(
+            "[[axis]]\nname = \"backend\"\nfield = \"link.backend\"\nvalues = [\"sim\", \"emu\"]\n",
+            "",
+        )
+        .replace("by = \"backend\"\n", "")
+        .replace("\"tcp:reno\", ", "")
+        .replace("\"tcp:vegas\"", "\"cubic\"")
+        .replace("keep = [\"tcp:reno\", \"tcp:vegas\"]", "")
+        .replace("b = \"cc=tcp:reno\"", "b = \"cc=cubic\"");
+    let out = tempfile::tempdir().unwrap();
+    let opts = crate::reproduce::Options {
+        out: out.path().to_path_buf(),
+        quick: false,
+        backend: Backend::Sim,
+        jobs: 1,
+        quiet: true,
+        stop: Default::default(),
+        bin_dir: out.path().to_path_buf(),
+        qlog_level: quic_app::QlogLevel::Off,
+    };
+    let backends = |text: &str| -> Vec<Backend> {
+        let s = load(text).unwrap();
+        let (jobs, _) = plan(&s, out.path(), &opts).unwrap();
+        jobs.iter().map(|j| j.scenario.link.backend).collect()
+    };
+    assert!(backends(&no_axis).iter().all(|b| *b == Backend::Sim));
+    let emu = no_axis.replace("[scenario.link]\n", "[scenario.link]\nbackend = \"emu\"\n");
+    assert!(backends(&emu).iter().all(|b| *b == Backend::Emu));
+}
