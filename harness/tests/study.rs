@@ -161,3 +161,38 @@ fn a_study_runs_judges_reuses_and_publishes() {
     let e = study::publish(&again, &page).unwrap_err().to_string();
     assert!(e.contains("<!-- study toy -->"), "{e}");
 }
+
+/// Every study under `studies/` loads, and plans every point on sim (each
+/// scenario resolved, each override applied) without running one.
+#[test]
+fn every_shipped_study_loads_and_plans() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../studies");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let mut s = Study::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // On sim, so that no endpoint binary is needed (the Linux TCP
+        // points are skipped, each with its reason).
+        s.apply(&study::Overrides {
+            link: vec!["sim".into()],
+            ..Default::default()
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let tmp = tempfile::tempdir().unwrap();
+        let mut o = opts(tmp.path());
+        o.no_run = true;
+        let r = study::run(&s, &o).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(r.ran, 0, "{}", path.display());
+        // (Every point of coexistence has a Linux TCP flow: all skipped.)
+        assert!(
+            r.runs + r.skipped.len() > 0,
+            "{}: no point planned",
+            path.display()
+        );
+        n += 1;
+    }
+    assert!(n >= 9, "{n} studies under {}", dir.display());
+}
