@@ -172,7 +172,6 @@ const VEGAS_PARAMS: &[ParamInfo] = &[
     ECN,
 ];
 
-/// `loss_response=` of Vegas and of SMCC (Vegas underneath).
 // The choices' defaults in these tables are code 0 (Brakmo and Peterson's
 // slow start, NewReno's halving, ECT(0), Linux's Westwood filter, standard
 // slow start, ECN off); the configs' own defaults must be the same, or the
@@ -197,6 +196,7 @@ const _: () = {
     assert!(crate::prague::PragueConfig::DEFAULT.g == crate::dctcp::DctcpConfig::DEFAULT.g);
 };
 
+/// `loss_response=` of Vegas and of SMCC (Vegas underneath).
 const LOSS_RESPONSE: ParamInfo = ParamInfo {
     name: "loss_response",
     unit: "half or ns2",

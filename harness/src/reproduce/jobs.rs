@@ -416,15 +416,15 @@ fn run_job(
     drop(spinners);
     match result {
         Ok(s) if s.status == "complete" => {
-            let recorded = std::fs::write(j.dir.join(QLOG_FILE), j.qlog.as_str())
-                .and_then(|()| {
-                    if j.busy > 0 {
-                        std::fs::write(j.dir.join(BUSY_FILE), j.busy.to_string())
-                    } else {
-                        Ok(())
-                    }
+            let note = |file: &str, text: String| {
+                std::fs::write(j.dir.join(file), text)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{file}: {e}")))
+            };
+            let recorded = note(QLOG_FILE, j.qlog.as_str().to_string())
+                .and_then(|()| match j.busy {
+                    0 => Ok(()),
+                    n => note(BUSY_FILE, n.to_string()),
                 })
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{QLOG_FILE}: {e}")))
                 .and_then(|()| crate::files::write_json_atomic(&j.dir.join(BUILD_FILE), build));
             match recorded {
                 Ok(()) => ("done".to_string(), None),

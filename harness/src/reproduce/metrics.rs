@@ -575,9 +575,17 @@ mod tests {
         assert!(e.contains("flow metric"), "{e}");
     }
 
+    /// `summary` as a run directory's summary.json, read (the directory
+    /// lives as long as the first half).
+    fn loaded(summary: &serde_json::Value) -> (tempfile::TempDir, RunData) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        let d = RunData::load(dir.path()).unwrap();
+        (dir, d)
+    }
+
     #[test]
     fn share_is_the_selected_flows_part_of_all_goodput() {
-        let dir = tempfile::tempdir().unwrap();
         let summary = serde_json::json!({
             "bottleneck": {"direction": "down"},
             "repetitions": [{
@@ -587,8 +595,7 @@ mod tests {
                           {"index": 1, "cc": "tcp:cubic", "goodput_bps": 9e6, "base_rtt_ms": 80.0}]
             }]
         });
-        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
-        let d = RunData::load(dir.path()).unwrap();
+        let (_dir, d) = loaded(&summary);
         assert_eq!(d.values("share", Some("#0")).unwrap(), vec![25.0]);
         assert_eq!(d.values("share", Some("tcp")).unwrap(), vec![75.0]);
         assert_eq!(d.values("share", None).unwrap(), vec![100.0]);
@@ -597,7 +604,6 @@ mod tests {
 
     #[test]
     fn recoveries_rtt_minimum_and_a_controllers_last_metric() {
-        let dir = tempfile::tempdir().unwrap();
         let summary = serde_json::json!({
             "bottleneck": {"direction": "down"},
             "repetitions": [{
@@ -610,8 +616,7 @@ mod tests {
                            "metrics_last": {"bbr_max_bw_bps": 2e7}}]
             }]
         });
-        std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
-        let d = RunData::load(dir.path()).unwrap();
+        let (_dir, d) = loaded(&summary);
         assert_eq!(d.values("recovery_s", None).unwrap(), vec![1.0]);
         assert_eq!(d.values("unrecovered", None).unwrap(), vec![1.0]);
         assert_eq!(d.values("rtt_min_ms", None).unwrap(), vec![40.5]);

@@ -302,11 +302,6 @@ pub struct Overrides {
     pub duration: Option<String>,
 }
 
-/// The metrics a goal or table may name.
-fn known_metric(m: &str) -> bool {
-    crate::reproduce::manifest::is_metric(m)
-}
-
 /// A table's metric column: `NAME` or `NAME[flow=SEL,link=NAME]`, the
 /// metric read over some flows or on one link of the runs.
 pub(crate) fn metric_column(m: &str) -> Result<(&str, Selector), String> {
@@ -485,7 +480,7 @@ impl Study {
                 return Err(format!("{what}: the id is used twice"));
             }
             let scope = exp_of(&what, &g.experiment)?;
-            if !known_metric(&g.metric) {
+            if !crate::reproduce::manifest::is_metric(&g.metric) {
                 return Err(format!(
                     "{what}: metric `{}` is not one of {}",
                     g.metric,
@@ -568,7 +563,7 @@ impl Study {
             }
             for m in &t.metrics {
                 let (name, _) = metric_column(m).map_err(|p| format!("{what}: {p}"))?;
-                if !known_metric(name) {
+                if !crate::reproduce::manifest::is_metric(name) {
                     return Err(format!(
                         "{what}: metric `{name}` is not one of {}",
                         crate::reproduce::manifest::METRICS.join(", ")
@@ -586,7 +581,7 @@ impl Study {
             };
             match f.kind.strip_prefix("metric:") {
                 Some(m) => {
-                    if !known_metric(m) {
+                    if !crate::reproduce::manifest::is_metric(m) {
                         return Err(format!(
                             "{what}: kind: metric `{m}` is not one of {}",
                             crate::reproduce::manifest::METRICS.join(", ")
@@ -1069,7 +1064,11 @@ fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::Qlo
         metrics.push(&g.metric);
     }
     for t in s.tables.iter().filter(|t| here(&t.experiment)) {
-        metrics.extend(t.metrics.iter().map(|m| m.split('[').next().unwrap_or(m)));
+        metrics.extend(
+            t.metrics
+                .iter()
+                .map(|m| metric_column(m).map_or(m.as_str(), |(name, _)| name)),
+        );
     }
     let mut qlog = false;
     for f in s

@@ -10,8 +10,7 @@ use crate::reproduce::expr::{fmt_stat, sig3, Stat};
 
 /// The unit a metric is given in, for column headers.
 pub fn unit(metric: &str) -> &'static str {
-    // A column's `[flow=…,link=…]` does not change the unit.
-    match metric.split('[').next().unwrap_or(metric) {
+    match metric {
         "utilization" | "utilization_steady" | "loss_rate" | "delivery_ratio"
         | "delivery_first" | "small_share" | "cpu_busy" | "guest_cpu_busy" | "share" => "%",
         m if m.ends_with("_ms") => "ms",
@@ -26,16 +25,18 @@ pub fn unit(metric: &str) -> &'static str {
 }
 
 fn header(metric: &str, by: &str) -> String {
-    let u = unit(metric);
-    // `goodput_mbps[flow=#0,link=l1]` reads `goodput_mbps flow #0 link l1`.
-    let (name, sel) = match metric.split_once('[') {
-        Some((n, rest)) => (n, rest.trim_end_matches(']').replace(['=', ','], " ")),
-        None => (metric, String::new()),
-    };
-    let name = if sel.is_empty() {
+    // `goodput_mbps[flow=#0,link=l1]` reads `goodput_mbps flow #0 link l1`,
+    // in the metric's unit.
+    let (name, sel) = super::metric_column(metric).unwrap_or((metric, Default::default()));
+    let u = unit(name);
+    let picks: Vec<String> = [("flow", &sel.flow), ("link", &sel.link)]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}")))
+        .collect();
+    let name = if picks.is_empty() {
         name.to_string()
     } else {
-        format!("{name} {sel}")
+        format!("{name} {}", picks.join(" "))
     };
     let m = if u.is_empty() {
         name
