@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load guest-router lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load high-rates guest-router lint clean
 
 all: build
 
@@ -242,6 +242,14 @@ syscalls: bootstrap
 host-load: bootstrap
 	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
 	target/release/cclab study studies/host-load.toml --publish $(STUDY_ARGS)
+
+# Paced NewReno, BBRv2, Vegas and Prague at 20, 100 and 500 Mbit/s, sim
+# against emu, emu on a quiet host and beside two busy processes, with the
+# sim-vs-emu goals: studies/high-rates.toml, published in
+# docs/endpoint-cost.md. About 15 minutes.
+high-rates: bootstrap
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/high-rates.toml --publish $(STUDY_ARGS)
 
 # Each QUIC algorithm against one Linux CUBIC flow (20 Mbit/s, 40 ms,
 # 1 BDP, 30 s, 3 repetitions) on the emulator's IP mode (host kernel; root)

@@ -1,8 +1,9 @@
 //! What both ways of feeding the emulator share ([`super::relay`], UDP
 //! sockets; [`super::tunnel`], TUN devices): the links and their logs on
 //! the emulator's clock, the samples, the lateness of hand-offs, and the
-//! sleep until the next event (`ppoll` with a 1 ns timer slack, the last
-//! 20 µs spinning).
+//! sleep until the next event (`ppoll` with a 1 ns timer slack; while the
+//! link is busy at most one wake-up per [`EmuConfig::wake_gap`], else one
+//! per event, the last 20 µs spinning).
 
 use std::sync::Mutex;
 
@@ -16,6 +17,8 @@ use link_model::topology::{Network, Topology};
 
 const SPIN_NS: u64 = 20_000;
 const MAX_SLEEP_NS: u64 = 10_000_000;
+/// How long the packet count that decides whether to batch runs.
+const BUSY_WINDOW_NS: u64 = 10_000_000;
 
 /// A histogram of hand-off lateness in 1 µs buckets up to 100 ms.
 struct LateHist {
@@ -90,6 +93,16 @@ pub(super) struct LinkCore {
     late: LateHist,
     sink_err: Option<EmuError>,
     cpu0: u64,
+    /// [`EmuConfig::wake_gap`], ns.
+    wake_gap: u64,
+    /// When the last wait ended.
+    last_wake: u64,
+    /// Whether the link is busy enough to batch: more than one packet
+    /// (arriving or handed on) per wake gap over the last window.
+    batching: bool,
+    /// The current window's start and its packets.
+    window_start: u64,
+    window_packets: u64,
 }
 
 impl LinkCore {
@@ -112,6 +125,11 @@ impl LinkCore {
             },
             sink_err: None,
             cpu0: thread_cpu_ns(),
+            wake_gap: cfg.wake_gap.as_nanos() as u64,
+            last_wake: 0,
+            batching: false,
+            window_start: 0,
+            window_packets: 0,
         }
     }
 
@@ -127,11 +145,13 @@ impl LinkCore {
 
     /// A packet enters its route going `d` at `t`.
     pub fn push(&mut self, d: Dir, pkt: Packet, t: u64) {
+        self.window_packets += 1;
         self.net.push(d, pkt, t, &mut self.logs);
     }
 
     /// One packet was handed on now; it was due at `due`.
     pub fn handed_off(&mut self, due: u64) {
+        self.window_packets += 1;
         let now = self.now();
         self.late.add(now.saturating_sub(due));
     }
@@ -166,31 +186,65 @@ impl LinkCore {
     }
 
     /// Sleeps until the links' next event, the next sample or one of
-    /// `pollfds` is readable (at most 10 ms; the last 20 µs spinning);
-    /// `ppoll`'s result.
-    pub fn wait(&self, pollfds: &mut [libc::pollfd]) -> libc::c_int {
-        let t = self.now();
+    /// `pollfds` is readable (at most 10 ms); while packets come and go
+    /// faster than one per [`EmuConfig::wake_gap`] (counted over 10 ms),
+    /// not before the gap has passed since the last wake-up, else waking
+    /// 20 µs early and spinning the rest; `ppoll`'s result.
+    pub fn wait(&mut self, pollfds: &mut [libc::pollfd]) -> libc::c_int {
+        let mut t = self.now();
+        // Batch only while packets come faster than one per gap (a busy
+        // link); a quieter one is served event by event.
+        let batching = self.batching;
+        if batching && t < self.last_wake + self.wake_gap {
+            // Too soon after the last wake-up: nap without watching the
+            // sockets (what arrives meanwhile carries the kernel's stamp),
+            // so that one wake-up serves every event of the gap.
+            let until = self.start_mono + self.last_wake + self.wake_gap;
+            let ts = libc::timespec {
+                tv_sec: (until / 1_000_000_000) as libc::time_t,
+                tv_nsec: (until % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: a valid timespec; no remainder is asked for.
+            unsafe {
+                libc::clock_nanosleep(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TIMER_ABSTIME,
+                    &ts,
+                    std::ptr::null_mut(),
+                )
+            };
+            t = self.now();
+        }
+        let spin = if batching { 0 } else { SPIN_NS };
         let next = self
             .net
             .next_event()
             .unwrap_or(u64::MAX)
             .min(self.samplers[0].next_due())
             .min(t + MAX_SLEEP_NS);
-        let wait = next.saturating_sub(t);
-        let sleep = wait.saturating_sub(SPIN_NS);
+        let sleep = next.saturating_sub(t).saturating_sub(spin);
         let ts = libc::timespec {
             tv_sec: (sleep / 1_000_000_000) as libc::time_t,
             tv_nsec: (sleep % 1_000_000_000) as libc::c_long,
         };
         // SAFETY: pollfds is a valid array of initialised pollfd structs.
-        unsafe {
+        let r = unsafe {
             libc::ppoll(
                 pollfds.as_mut_ptr(),
                 pollfds.len() as libc::nfds_t,
                 &ts,
                 std::ptr::null(),
             )
+        };
+        let now = self.now();
+        self.last_wake = now;
+        let span = now.saturating_sub(self.window_start);
+        if span >= BUSY_WINDOW_NS {
+            self.batching = self.wake_gap > 0 && self.window_packets * self.wake_gap > span;
+            self.window_start = now;
+            self.window_packets = 0;
         }
+        r
     }
 
     /// What the emulator did (`flows` seen, datagrams it could not send),

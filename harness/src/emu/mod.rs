@@ -14,7 +14,11 @@
 //! each driven by explicit times so it is testable alone with a fake
 //! clock. The emulator's own thread keeps time with `CLOCK_MONOTONIC`,
 //! sleeps in `ppoll` with a 1 ns timer slack (high-resolution timers, not
-//! a 1 ms tick), wakes 20 µs early and spins the rest of the way.
+//! a 1 ms tick). While the link is busy (packets coming and going more
+//! often than one per [`EmuConfig::wake_gap`], 50 µs unless
+//! `CCLAB_EMU_WAKE_GAP` says otherwise) it wakes at most once per gap, serving every event of the gap
+//! at once; otherwise it wakes for every event, 20 µs early, and spins the
+//! rest of the way.
 //!
 //! In IP mode ([`EmuMode::Ip`], [`Emulator::start_ip`]) the same links
 //! carry whole IP packets instead: the endpoints run in two network
@@ -36,7 +40,10 @@ mod sockets;
 pub mod tun;
 pub mod tunnel;
 
-pub use config::{EmuConfig, EmuError, EmuMode, EmuReport, Forward, IpStats, Lateness, Snapshot};
+pub use config::{
+    wake_gap_from_env, EmuConfig, EmuError, EmuMode, EmuReport, Forward, IpStats, Lateness,
+    Snapshot, DEFAULT_WAKE_GAP,
+};
 pub use packet::{DropReason, Packet};
 pub use pipeline::{Counters, Pipeline};
 pub use runtime::Emulator;

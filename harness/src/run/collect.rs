@@ -39,6 +39,8 @@ pub(super) struct RepEnd {
     pub overhead_s: f64,
     /// The emulator thread's CPU seconds and the seconds it ran.
     pub emu_cpu: Option<(f64, f64)>,
+    /// How late the emulator handed packets on.
+    pub emu_lateness: Option<crate::emu::Lateness>,
     /// The share of the machine's CPU time that was busy while the flows
     /// ran (`/proc/stat`).
     pub cpu_busy: Option<f64>,
@@ -63,6 +65,7 @@ pub(super) fn rep_result(sc: &Scenario, rep: u32, dir: &Path, end: RepEnd) -> Re
     r.cross = end.cross;
     r.overhead_s = end.overhead_s;
     r.emu_cpu = end.emu_cpu;
+    r.emu_lateness = end.emu_lateness;
     r.cpu_busy = end.cpu_busy;
     r.guest_cpu_busy = end.guest_cpu_busy;
     r

@@ -189,6 +189,9 @@ pub fn check_emu_mode(
     backend: Backend,
     mode: crate::emu::EmuMode,
 ) -> Result<(), RunError> {
+    if backend == Backend::Emu {
+        crate::emu::wake_gap_from_env().map_err(RunError::Unsupported)?;
+    }
     if backend != Backend::Emu || mode != crate::emu::EmuMode::Ip {
         return Ok(());
     }

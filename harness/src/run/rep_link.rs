@@ -281,6 +281,8 @@ fn emu_config(
     ec.log_dir = Some(dir.to_path_buf());
     ec.per_packet_log = cfg.per_packet_log;
     ec.class_weights = sc.class_weights();
+    // Checked when the run started (`check_emu_mode`).
+    ec.wake_gap = crate::emu::wake_gap_from_env().unwrap_or(crate::emu::DEFAULT_WAKE_GAP);
     if sc.has_paths() {
         let topo = sc.topology();
         ec.topology = Some((topo.with_seed(ec.link.seed), sc.routes()));

@@ -209,6 +209,11 @@ pub struct RepResult {
     pub overhead_s: f64,
     /// CPU seconds the emulator's thread used, and the seconds it ran.
     pub emu_cpu: Option<(f64, f64)>,
+    /// How late the emulator handed packets on, after the time the link
+    /// planned for them (median, 99th percentile, maximum); absent
+    /// elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emu_lateness: Option<crate::emu::Lateness>,
     /// The share of the machine's CPU time (all its CPUs, `/proc/stat`)
     /// that was busy while the flows ran, whoever used it (endpoints, the
     /// link, other programs); null on sim or where `/proc/stat` is

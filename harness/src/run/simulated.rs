@@ -113,6 +113,7 @@ fn run_rep(
         cross: o.cross,
         overhead_s: 0.0,
         emu_cpu: None,
+        emu_lateness: None,
         // Virtual time: the CPU decides nothing.
         cpu_busy: None,
         guest_cpu_busy: None,
