@@ -174,6 +174,39 @@ fn every_algorithm_runs_deterministically_under_sim() {
 
 /// `cclab run --link sim` needs no quic-server or quic-client binaries,
 /// and the result opens in `cclab report` and `qlog-analysis` like emu's.
+/// `cclab run --json | head -c 100`: the reader goes away before the
+/// summary is written out; cclab ends quietly (it panicked before) and the
+/// result directory is complete.
+#[test]
+fn json_into_a_closed_pipe_ends_quietly() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cclab"))
+        .args([
+            "run",
+            "--link",
+            "sim",
+            "--cc",
+            "newreno",
+            "--duration",
+            "1s",
+        ])
+        .args(["--json", "--quiet", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before anything is printed.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.join("summary.json").is_file());
+}
+
 #[test]
 fn cclab_run_link_sim_writes_a_result_the_tools_read() {
     let dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,7 @@ pub struct CleanupArgs {
 pub fn cleanup(a: &CleanupArgs) -> anyhow::Result<i32> {
     let done = netns::cleanup(!a.all)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&done)?);
+        crate::common::print_json(&done)?;
     } else if done.namespaces.is_empty() {
         println!("nothing to clean up");
     } else {

@@ -18,6 +18,19 @@ pub fn bad_input(msg: impl std::fmt::Display) -> ! {
     std::process::exit(BAD_INPUT);
 }
 
+/// Prints `value` as pretty JSON on standard output (`--json`). A reader
+/// that went away (`cclab run --json | head -c 100`) ends the output
+/// quietly instead of a panic.
+pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(value)?;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
+}
+
 /// Where the endpoint binaries are: `CCLAB_BIN_DIR`, else next to `cclab`.
 pub fn bin_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("CCLAB_BIN_DIR") {

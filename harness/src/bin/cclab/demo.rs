@@ -64,7 +64,7 @@ pub fn demo(a: DemoArgs) -> anyhow::Result<i32> {
     }
     let report = write_results(&out, &algs, &rows)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        crate::common::print_json(&rows)?;
     } else {
         print_table(&rows);
         println!(

@@ -81,7 +81,7 @@ pub fn emu(a: EmuArgs) -> anyhow::Result<i32> {
     let report = emu.stop()?;
     drop(topology);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::common::print_json(&report)?;
     } else if !a.quiet {
         eprintln!(
             "\nstopped after {:.1} s: up {} delivered / {} dropped, down {} delivered / {} dropped, emulator CPU {:.1} s",

@@ -106,7 +106,7 @@ pub fn harm(a: &HarmArgs) -> anyhow::Result<i32> {
     };
     let r = harness::harm::run_harm(&plan, &cfg)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        crate::common::print_json(&r)?;
     } else {
         print!("{}", table(&r));
         println!("(written to {})", a.out.join("harm.json").display());

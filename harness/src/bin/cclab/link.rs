@@ -81,7 +81,7 @@ fn probe(json: bool) -> anyhow::Result<i32> {
     }
     let caps = harness::netem::probe();
     if json {
-        println!("{}", serde_json::to_string_pretty(&caps)?);
+        crate::common::print_json(&caps)?;
         return Ok(0);
     }
     for (name, ok) in [
@@ -107,7 +107,7 @@ fn show(link: &LinkArgs, json: bool) -> anyhow::Result<i32> {
     let spec = link.to_spec().unwrap_or_else(|e| bad_input(e));
     let t = spec.to_toml();
     if json {
-        println!("{}", serde_json::to_string_pretty(&t)?);
+        crate::common::print_json(&t)?;
     } else {
         let mut doc = toml::Table::new();
         doc.insert("link".into(), toml::Value::Table(t));
@@ -160,7 +160,7 @@ fn show_topology(file: &std::path::Path, json: bool) -> anyhow::Result<i32> {
             })
             .collect();
         let v = serde_json::json!({ "links": links, "paths": paths });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::common::print_json(&v)?;
     } else {
         print!("{}", topo.draw(&routes, &labels));
     }
@@ -216,7 +216,7 @@ fn measure(a: &LinkArgs, duration: &str, size: usize, json: bool) -> anyhow::Res
         out.insert(phase.into(), v);
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::common::print_json(&out)?;
     }
     Ok(0)
 }

@@ -106,7 +106,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     match harness::run::run(&sc, &cfg) {
         Ok(s) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+                crate::common::print_json(&s)?;
             } else if !a.quiet {
                 print_summary(&s);
                 println!("  results: {}", out.display());

@@ -235,7 +235,7 @@ pub fn study(a: &StudyArgs) -> anyhow::Result<i32> {
         }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        crate::common::print_json(&r)?;
     } else if r.shard.is_none() {
         print!("{}", study::markdown(&r));
         println!(

@@ -85,7 +85,7 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
     }
     let r = harness::sweep::run_sweep(&sw, &a.out, shard, jobs, &cfg)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        crate::common::print_json(&r)?;
     } else {
         println!(
             "{}: {} point(s): {} already complete, {} completed now, {} failed{}",

@@ -254,7 +254,7 @@ fn finish(
     match r {
         Ok(Outcome::Done(r)) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                crate::common::print_json(&r)?;
             } else {
                 print!("{}", harness::tune::output::summary_text(&r, out, work));
             }
