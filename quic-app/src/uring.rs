@@ -204,6 +204,13 @@ impl RecvBufs {
         unsafe { self.base.add(self.bufs + bid as usize * RECV_BUF_BYTES) }
     }
 
+    /// The first `len` bytes the kernel wrote into buffer `bid`.
+    fn filled(&self, bid: u16, len: usize) -> &[u8] {
+        // SAFETY: as buf_ptr, `len` at most a buffer; the kernel does not
+        // write a buffer it has completed until it is provided again.
+        unsafe { std::slice::from_raw_parts(self.buf_ptr(bid), len.min(RECV_BUF_BYTES)) }
+    }
+
     /// Buffer `bid`, which the kernel has filled and not been given back.
     fn buf(&mut self, bid: u16) -> &mut [u8] {
         // SAFETY: as buf_ptr; the kernel does not write a buffer it has
@@ -298,8 +305,9 @@ pub struct Ring {
     /// Sends submitted or queued whose completion has not been seen.
     send_pending: usize,
     wake_pending: bool,
-    /// Receives reaped and not yet handed over: buffer and result.
-    ready: std::collections::VecDeque<(u16, i32)>,
+    /// Receives reaped and not yet handed over: the buffer and where its
+    /// datagrams are in it (`None`: nothing to hand over).
+    ready: std::collections::VecDeque<(u16, Option<Received>)>,
     /// Bytes of the front of `ready` already handed over.
     ready_off: usize,
     /// Most datagrams one wait hands over ([`Ring::set_datagrams_per_wait`]).
@@ -769,7 +777,11 @@ impl Ring {
                     // queued on the socket, no buffer free) fills none and
                     // ends the request, which is queued again.
                     if let Some(bid) = io_uring::cqueue::buffer_select(flags) {
-                        self.ready.push_back((bid, res));
+                        let len = usize::try_from(res).unwrap_or(0);
+                        let r = (len > 0)
+                            .then(|| parse_received(self.recv.filled(bid, len), &self.recv.hdr))
+                            .flatten();
+                        self.ready.push_back((bid, r));
                     }
                     if !io_uring::cqueue::more(flags) {
                         self.recv_armed = false;
@@ -809,28 +821,28 @@ impl Ring {
     /// one came.
     fn deliver(&mut self, f: &mut impl FnMut(Event<'_>)) -> io::Result<()> {
         let mut handed = 0;
-        while let Some(&(bid, res)) = self.ready.front() {
-            if res > 0 {
-                let hdr: &libc::msghdr = &self.recv.hdr;
-                // SAFETY: `hdr` is boxed apart from the buffers.
-                let hdr: &libc::msghdr = unsafe { &*(hdr as *const libc::msghdr) };
+        while let Some((bid, r)) = self.ready.front() {
+            let bid = *bid;
+            if let Some(Received {
+                payload,
+                from: Some(from),
+                tos,
+                stride,
+            }) = r
+            {
+                let (payload, from) = (payload.clone(), *from);
+                let ecn = quiche::Ecn::from_tos(*tos);
+                let stride = stride.unwrap_or(payload.len()).max(1);
                 let buf = self.recv.buf(bid);
-                if let Some(r) = parse_received(&buf[..(res as usize).min(RECV_BUF_BYTES)], hdr) {
-                    if let Some(from) = r.from {
-                        let ecn = quiche::Ecn::from_tos(r.tos);
-                        let len = r.payload.len();
-                        let stride = r.stride.unwrap_or(len).max(1);
-                        while self.ready_off < len {
-                            if handed == self.per_wait {
-                                return self.deliver_wake(f);
-                            }
-                            let off = r.payload.start + self.ready_off;
-                            let end = (off + stride).min(r.payload.end);
-                            f(Event::Datagram(&mut buf[off..end], from, ecn));
-                            self.ready_off = end - r.payload.start;
-                            handed += 1;
-                        }
+                while self.ready_off < payload.len() {
+                    if handed == self.per_wait {
+                        return self.deliver_wake(f);
                     }
+                    let off = payload.start + self.ready_off;
+                    let end = (off + stride).min(payload.end);
+                    f(Event::Datagram(&mut buf[off..end], from, ecn));
+                    self.ready_off = end - payload.start;
+                    handed += 1;
                 }
             }
             self.ready.pop_front();
@@ -1179,23 +1191,38 @@ mod tests {
                 })
             })
             .collect();
-        let mut last: Option<u32> = None;
-        let mut out_of_order = Vec::new();
-        let mut got = 0u32;
+        // The latest number seen, the first inversions, the count.
+        struct Seen {
+            last: Option<u32>,
+            out_of_order: Vec<(u32, u32)>,
+            got: u32,
+        }
+        impl Seen {
+            fn note(&mut self, d: &[u8]) {
+                let n = u32::from_be_bytes(d[..4].try_into().unwrap());
+                if let Some(l) = self.last.filter(|&l| n < l) {
+                    if self.out_of_order.len() < 10 {
+                        self.out_of_order.push((l, n));
+                    }
+                }
+                self.last = Some(self.last.map_or(n, |l| l.max(n)));
+                self.got += 1;
+            }
+        }
+        let mut seen = Seen {
+            last: None,
+            out_of_order: Vec::new(),
+            got: 0,
+        };
         let end = Instant::now() + Duration::from_secs(20);
-        while !sender.is_finished() || got == 0 {
+        while !sender.is_finished() || seen.got == 0 {
             if Instant::now() > end {
                 break;
             }
             let mut acks = 0;
             rx.wait(Some(Instant::now() + Duration::from_millis(50)), |ev| {
                 if let Event::Datagram(d, _, _) = ev {
-                    let n = u32::from_be_bytes(d[..4].try_into().unwrap());
-                    if last.is_some_and(|l| n < l) && out_of_order.len() < 10 {
-                        out_of_order.push((last.unwrap(), n));
-                    }
-                    last = Some(last.map_or(n, |l| l.max(n)));
-                    got += 1;
+                    seen.note(d);
                     acks += 1;
                     // Work on each datagram, as an end does.
                     let end = Instant::now() + Duration::from_micros(8);
@@ -1223,19 +1250,14 @@ mod tests {
         // What was sent last (or read late) is still to come: read until
         // nothing comes for half a second.
         loop {
-            let before = got;
+            let before = seen.got;
             rx.wait(Some(Instant::now() + Duration::from_millis(500)), |ev| {
                 if let Event::Datagram(d, _, _) = ev {
-                    let n = u32::from_be_bytes(d[..4].try_into().unwrap());
-                    if last.is_some_and(|l| n < l) && out_of_order.len() < 10 {
-                        out_of_order.push((last.unwrap(), n));
-                    }
-                    last = Some(last.map_or(n, |l| l.max(n)));
-                    got += 1;
+                    seen.note(d);
                 }
             })
             .unwrap();
-            if got == before || got == total {
+            if seen.got == before || seen.got == total {
                 break;
             }
         }
@@ -1246,17 +1268,25 @@ mod tests {
                 std::fs::read_to_string(comm).is_ok_and(|c| c.starts_with("iou-wrk"))
             })
             .count();
-        eprintln!("received {got} of {total}; io_uring worker threads: {workers}");
+        eprintln!(
+            "received {} of {total}; io_uring worker threads: {workers}",
+            seen.got
+        );
         assert!(
-            out_of_order.is_empty(),
-            "datagrams out of order (the latest seen, then an earlier one): {out_of_order:?}"
+            seen.out_of_order.is_empty(),
+            "datagrams out of order (the latest seen, then an earlier one): {:?}",
+            seen.out_of_order
         );
         // No receive was handed to a kernel worker (where the earlier
         // design's reads raced each other).
         assert_eq!(workers, 0, "io_uring worker threads");
         // A receiver behind its sender may lose some to a full socket
         // buffer, not most.
-        assert!(got > total / 2, "{got} of {total} datagrams received");
+        assert!(
+            seen.got > total / 2,
+            "{} of {total} datagrams received",
+            seen.got
+        );
     }
 
     #[test]
