@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use harness::bottleneck::{self, Kind};
-use harness::emu::{EmuConfig, Emulator, Forward};
+use harness::emu::{EmuConfig, Emulator, Forward, Priority};
 use harness::link::{Dir, LinkSpec};
 use harness::probe::{self, Receiver};
 
@@ -127,6 +127,52 @@ fn one_way_delay_matches_the_configuration() {
         m.owd_ms[0] > 20.0,
         "delay cannot be shorter than configured: {:?}",
         m.owd_ms
+    );
+}
+
+#[test]
+fn the_link_thread_at_a_real_time_priority_keeps_its_delay_and_says_so() {
+    let l = link(&[("rate", "10mbit"), ("rtt", "40ms")]);
+    let rx = Receiver::bind(None, lo()).unwrap();
+    let mut cfg = EmuConfig::new(
+        l,
+        vec![Forward {
+            listen: lo(),
+            target: rx.local_addr(),
+        }],
+    );
+    assert_eq!(cfg.priority, harness::emu::DEFAULT_PRIORITY);
+    assert_eq!(cfg.priority, Priority::Normal);
+    cfg.priority = Priority::Fifo(10);
+    let emu = Emulator::start(cfg).unwrap();
+    let sent = probe::send(
+        None,
+        emu.listen_addrs()[0],
+        2e6,
+        1000,
+        1,
+        Duration::from_millis(500),
+    )
+    .unwrap();
+    let arrivals = rx.finish(Duration::from_millis(100)).unwrap();
+    let report = emu.stop().unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert_eq!(report.scheduling, "fifo:10");
+    } else {
+        assert!(
+            report.scheduling == "fifo:10"
+                || report.scheduling.starts_with("normal (fifo:10 refused"),
+            "{}",
+            report.scheduling
+        );
+    }
+    let (m, err) = probe::measure(&sent, &arrivals, |len| 20_000_000 + len as u64 * 8 * 100);
+    assert_eq!(m.received, m.sent);
+    assert!(
+        err[0].abs() < 1.0,
+        "median one-way delay error {} ms",
+        err[0]
     );
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::pipeline::Counters;
+use super::priority::{Priority, DEFAULT_PRIORITY};
 use crate::link::LinkSpec;
 use link_model::topology::{Route, Topology};
 
@@ -95,6 +96,8 @@ pub struct EmuConfig {
     /// every hand-off within microseconds, at the cost of a CPU at high
     /// rates.
     pub wake_gap: Duration,
+    /// How the emulator's thread is scheduled ([`super::priority`]).
+    pub priority: Priority,
 }
 
 /// The emulator's wake-up gap unless `CCLAB_EMU_WAKE_GAP` sets another.
@@ -130,6 +133,7 @@ impl EmuConfig {
             class_weights: Vec::new(),
             topology: None,
             wake_gap: DEFAULT_WAKE_GAP,
+            priority: DEFAULT_PRIORITY,
         }
     }
 }
@@ -239,6 +243,9 @@ pub struct EmuReport {
     pub links: Vec<(String, [Counters; 2])>,
     /// Hand-off delay after each packet's due time.
     pub lateness: Lateness,
+    /// How the emulator's thread was scheduled: `fifo:10`, `normal`, or
+    /// `normal (fifo:10 refused: ...)`.
+    pub scheduling: String,
     /// Datagrams the kernel refused to send (full buffer, no listener).
     pub send_errors: u64,
     /// Per-packet records written.

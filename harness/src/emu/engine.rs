@@ -93,6 +93,8 @@ pub(super) struct LinkCore {
     late: LateHist,
     sink_err: Option<EmuError>,
     cpu0: u64,
+    /// What the thread's scheduling request got ([`EmuConfig::priority`]).
+    scheduling: String,
     /// [`EmuConfig::wake_gap`], ns.
     wake_gap: u64,
     /// When the last wait ended.
@@ -125,6 +127,7 @@ impl LinkCore {
             },
             sink_err: None,
             cpu0: thread_cpu_ns(),
+            scheduling: cfg.priority.apply(),
             wake_gap: cfg.wake_gap.as_nanos() as u64,
             last_wake: 0,
             batching: false,
@@ -266,6 +269,7 @@ impl LinkCore {
             send_errors,
             log_records: 0,
             ip: None,
+            scheduling: self.scheduling.clone(),
         };
         report.log_records = self.logs.finish()?;
         if let Some(e) = self.sink_err {

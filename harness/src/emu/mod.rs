@@ -18,7 +18,9 @@
 //! often than one per [`EmuConfig::wake_gap`], 50 µs unless
 //! `CCLAB_EMU_WAKE_GAP` says otherwise) it wakes at most once per gap, serving every event of the gap
 //! at once; otherwise it wakes for every event, 20 µs early, and spins the
-//! rest of the way.
+//! rest of the way. `CCLAB_EMU_PRIORITY=fifo` runs the thread at a
+//! real-time priority ([`priority`]), so that a busy host does not make
+//! the link late.
 //!
 //! In IP mode ([`EmuMode::Ip`], [`Emulator::start_ip`]) the same links
 //! carry whole IP packets instead: the endpoints run in two network
@@ -34,6 +36,7 @@ pub use link_model::elements::{
 };
 mod config;
 mod engine;
+pub mod priority;
 mod relay;
 mod runtime;
 mod sockets;
@@ -46,6 +49,7 @@ pub use config::{
 };
 pub use packet::{DropReason, Packet};
 pub use pipeline::{Counters, Pipeline};
+pub use priority::{Priority, DEFAULT_PRIORITY};
 pub use runtime::Emulator;
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {

@@ -41,6 +41,8 @@ pub(super) struct RepEnd {
     pub emu_cpu: Option<(f64, f64)>,
     /// How late the emulator handed packets on.
     pub emu_lateness: Option<crate::emu::Lateness>,
+    /// How the emulator's thread was scheduled.
+    pub emu_scheduling: Option<String>,
     /// The share of the machine's CPU time that was busy while the flows
     /// ran (`/proc/stat`).
     pub cpu_busy: Option<f64>,
@@ -66,6 +68,7 @@ pub(super) fn rep_result(sc: &Scenario, rep: u32, dir: &Path, end: RepEnd) -> Re
     r.overhead_s = end.overhead_s;
     r.emu_cpu = end.emu_cpu;
     r.emu_lateness = end.emu_lateness;
+    r.emu_scheduling = end.emu_scheduling;
     r.cpu_busy = end.cpu_busy;
     r.guest_cpu_busy = end.guest_cpu_busy;
     r

@@ -191,6 +191,7 @@ pub fn check_emu_mode(
 ) -> Result<(), RunError> {
     if backend == Backend::Emu {
         crate::emu::wake_gap_from_env().map_err(RunError::Unsupported)?;
+        crate::emu::Priority::from_env().map_err(RunError::Unsupported)?;
     }
     if backend != Backend::Emu || mode != crate::emu::EmuMode::Ip {
         return Ok(());

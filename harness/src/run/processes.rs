@@ -117,6 +117,7 @@ fn run_rep(
         overhead_s: overhead.as_secs_f64(),
         emu_cpu: emu_report.as_ref().map(|e| (e.cpu_s, e.duration_s)),
         emu_lateness: emu_report.as_ref().map(|e| e.lateness.clone()),
+        emu_scheduling: emu_report.as_ref().map(|e| e.scheduling.clone()),
         cpu_busy,
         guest_cpu_busy,
     };

@@ -283,6 +283,7 @@ fn emu_config(
     ec.class_weights = sc.class_weights();
     // Checked when the run started (`check_emu_mode`).
     ec.wake_gap = crate::emu::wake_gap_from_env().unwrap_or(crate::emu::DEFAULT_WAKE_GAP);
+    ec.priority = crate::emu::Priority::from_env().unwrap_or(crate::emu::DEFAULT_PRIORITY);
     if sc.has_paths() {
         let topo = sc.topology();
         ec.topology = Some((topo.with_seed(ec.link.seed), sc.routes()));

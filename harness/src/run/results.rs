@@ -214,6 +214,10 @@ pub struct RepResult {
     /// elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub emu_lateness: Option<crate::emu::Lateness>,
+    /// How the emulator's thread was scheduled (`fifo:10`, `normal`, or
+    /// `normal (fifo:10 refused: ...)`); absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emu_scheduling: Option<String>,
     /// The share of the machine's CPU time (all its CPUs, `/proc/stat`)
     /// that was busy while the flows ran, whoever used it (endpoints, the
     /// link, other programs); null on sim or where `/proc/stat` is

@@ -114,6 +114,7 @@ fn run_rep(
         overhead_s: 0.0,
         emu_cpu: None,
         emu_lateness: None,
+        emu_scheduling: None,
         // Virtual time: the CPU decides nothing.
         cpu_busy: None,
         guest_cpu_busy: None,

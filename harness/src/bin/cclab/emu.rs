@@ -116,6 +116,8 @@ fn start(a: &EmuArgs, spec: LinkSpec, topology: Option<&Namespaces>) -> anyhow::
     cfg.log_dir = a.log_dir.clone();
     cfg.wake_gap =
         harness::emu::wake_gap_from_env().unwrap_or_else(|e| crate::common::bad_input(e));
+    cfg.priority =
+        harness::emu::Priority::from_env().unwrap_or_else(|e| crate::common::bad_input(e));
     cfg.netns = topology.map(|t| t.router.clone());
     Ok(Emulator::start(cfg)?)
 }
