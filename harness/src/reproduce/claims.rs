@@ -704,6 +704,7 @@ values = ["a", "b"]
                 exp,
                 name: point.dir_name(),
                 qlog: quic_app::QlogLevel::Off,
+                packet_log: false,
                 point,
                 dir,
                 scenario: sc.clone(),

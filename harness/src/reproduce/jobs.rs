@@ -22,6 +22,8 @@ pub(crate) struct Job {
     /// `<experiment>/<point>`, for progress lines and failures.
     pub(crate) name: String,
     pub(crate) qlog: quic_app::QlogLevel,
+    /// Keep the links' per-packet logs (a metric reads them).
+    pub(crate) packet_log: bool,
     pub(crate) point: Point,
     pub(crate) dir: PathBuf,
     /// Its backend is `scenario.link.backend`.
@@ -98,10 +100,17 @@ pub(crate) fn needs_qlog(m: &str) -> bool {
     QLOG_METRICS.contains(&m) || m.starts_with("last:")
 }
 
-/// The qlog level point `p` of experiment `e` needs: `opts.qlog_level`
-/// when a claim or figure reads the senders' qlog there, else off (qlog
-/// more than halves a simulation's speed and takes most of its disk).
-fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app::QlogLevel {
+/// Whether a claim, figure or quoted figure at point `p` of experiment
+/// `e` reads a metric that `needs` says needs something a run may leave
+/// out (the senders' qlog, the link's per-packet log); `series` adds the
+/// figure kinds that need it whatever their metric.
+fn point_reads(
+    m: &Manifest,
+    e: &Experiment,
+    p: &Point,
+    needs: fn(&str) -> bool,
+    series: &[&str],
+) -> bool {
     let hits = |sels: &BTreeMap<String, String>| {
         sels.values()
             .any(|s| Selector::parse(s).is_ok_and(|sel| p.matches(&sel)))
@@ -110,13 +119,13 @@ fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app
     let claims_of = e.sensitivity_of.as_deref().unwrap_or(e.id.as_str());
     let claims = m.claims.iter().any(|c| {
         c.experiment.as_deref() == Some(claims_of)
-            && c.metric.as_deref().is_some_and(needs_qlog)
+            && c.metric.as_deref().is_some_and(needs)
             && hits(&c.values)
     });
     let figures = m.figures.iter().any(|f| {
         f.experiment == e.id
-            && (matches!(f.kind.as_str(), "cwnd" | "rtt")
-                || f.kind.strip_prefix("metric:").is_some_and(needs_qlog))
+            && (series.contains(&f.kind.as_str())
+                || f.kind.strip_prefix("metric:").is_some_and(needs))
             && hits(&f.series)
     });
     // Figures quoted in explanations, measured where they point.
@@ -130,15 +139,28 @@ fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app
                 let exp = q.experiment.as_deref().or(c.experiment.as_deref());
                 let here = exp == Some(e.id.as_str())
                     || (exp.is_some() && exp == e.sensitivity_of.as_deref());
-                here && needs_qlog(&q.metric)
+                here && needs(&q.metric)
                     && Selector::parse(&q.selector).is_ok_and(|sel| p.matches(&sel))
             })
     });
-    if claims || figures || quoted {
+    claims || figures || quoted
+}
+
+/// The qlog level point `p` of experiment `e` needs: `opts.qlog_level`
+/// when a claim or figure reads the senders' qlog there, else off (qlog
+/// more than halves a simulation's speed and takes most of its disk).
+fn qlog_for(m: &Manifest, e: &Experiment, p: &Point, opts: &Options) -> quic_app::QlogLevel {
+    if point_reads(m, e, p, needs_qlog, &["cwnd", "rtt"]) {
         opts.qlog_level
     } else {
         quic_app::QlogLevel::Off
     }
+}
+
+/// The metrics read from the links' per-packet logs (`bottleneck.bin`),
+/// which runs keep only where one of them is read.
+pub(crate) fn needs_packet_log(metric: &str) -> bool {
+    matches!(metric, "delivery_first" | "queue_delay_first_ms")
 }
 
 /// Every point's job, its scenario resolved first: a bad field stops the
@@ -153,6 +175,7 @@ pub(crate) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>,
                 exp: ei,
                 name: format!("{}/{}", e.id, p.dir_name()),
                 qlog: qlog_for(m, e, &p, opts),
+                packet_log: point_reads(m, e, &p, needs_packet_log, &[]),
                 point: p,
                 dir,
                 scenario,
@@ -267,7 +290,9 @@ fn to_do(
             .map_or(true, |l| l.trim() == j.qlog.as_str());
         let same_busy = std::fs::read_to_string(j.dir.join(BUSY_FILE))
             .map_or(j.busy == 0, |b| b.trim() == j.busy.to_string());
-        if complete && same && same_build && same_qlog && same_busy {
+        // A run made without the per-packet log cannot give what reads it.
+        let has_log = !j.packet_log || j.dir.join("rep-1").join("bottleneck.bin").exists();
+        if complete && same && same_build && same_qlog && same_busy && has_log {
             continue;
         }
         if complete && same {
@@ -392,7 +417,7 @@ fn run_job(
         backend,
         quiet: true,
         stop: opts.stop.clone(),
-        per_packet_log: false,
+        per_packet_log: j.packet_log,
         // Runs already go in parallel; with one worker the
         // repetitions of a run do.
         threads: if workers > 1 { 1 } else { 0 },

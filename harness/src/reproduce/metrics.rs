@@ -15,7 +15,7 @@
 //! | `queue_pkts` | time-mean queue length (100 ms samples) | – |
 //! | `loss_rate` | % of offered bytes dropped | – |
 //! | `delivery_ratio` | % of offered bytes delivered (100 − loss_rate) | – |
-//! | `delivery_first`, `queue_delay_first_ms` | `delivery_ratio` and `queue_delay_ms` with each link weighted by its first flow's share, 1/k of its k flows (as if only each link's first flow were counted, as the EWPHCC author's script does) | – |
+//! | `delivery_first`, `queue_delay_first_ms` | `delivery_ratio` and `queue_delay_ms` of each link's first flow only (its lowest-numbered), from the links' per-packet logs, as the EWPHCC author's script counts the first flow of each source node: packets that left the queue over those that left or were dropped; their mean time queued | – |
 //! | `jain` | Jain's index of the flows' goodputs | – |
 //! | `goodput_mbps` | payload goodput | sum |
 //! | `data_mb` | payload delivered, MB | sum |
@@ -131,6 +131,10 @@ impl RunData {
             )));
         }
         let selected: Option<Vec<usize>> = flow.map(|_| flows.iter().map(|f| f.index).collect());
+        if matches!(metric, "delivery_first" | "queue_delay_first_ms") {
+            let rep_dir = self.dir.join(format!("rep-{}", r.rep.max(1)));
+            return first_flows_value(metric, r, &rep_dir, selected.as_deref(), link);
+        }
         let v = match link_value(metric, r, selected.as_deref(), link)? {
             Some(v) => v,
             None if metric == "queue_pkts" && r.links.len() > 1 => {
@@ -299,21 +303,9 @@ fn link_value(
         }
         v
     };
-    // The `_first` metrics weigh each link by its first flow's share of
-    // what it carries, 1/k of k flows: a link is one flow's there (the
-    // EWPHCC author's script counts each link's first flow only).
-    let first = matches!(metric, "delivery_first" | "queue_delay_first_ms");
-    let share = |flows: &[usize]| {
-        if first {
-            1.0 / flows.len().max(1) as f64
-        } else {
-            1.0
-        }
-    };
     let loss_of = |b: &BottleneckResult| opt(b.loss_rate);
     // Offered bytes of a link: what crossed plus what was dropped.
-    let offered =
-        |(b, fl): &(&BottleneckResult, &[usize])| share(fl) * b.bytes as f64 / (1.0 - loss_of(b));
+    let offered = |(b, _): &(&BottleneckResult, &[usize])| b.bytes as f64 / (1.0 - loss_of(b));
     let loss = || {
         if links.len() == 1 {
             return loss_of(links[0].0);
@@ -333,8 +325,8 @@ fn link_value(
         "drops" => links.iter().map(|(b, _)| b.drops as f64).sum(),
         "utilization" => 100.0 * mean(&|b| b.utilization),
         "utilization_steady" => 100.0 * mean(&|b| opt(b.utilization_steady)),
-        "queue_delay_ms" | "queue_delay_first_ms" => {
-            let weight = |(b, fl): &(&BottleneckResult, &[usize])| share(fl) * b.bytes as f64;
+        "queue_delay_ms" => {
+            let weight = |(b, _): &(&BottleneckResult, &[usize])| b.bytes as f64;
             let w: f64 = links.iter().map(weight).sum();
             if links.len() == 1 || w <= 0.0 {
                 links[0].0.queue_delay_ms_mean
@@ -369,9 +361,91 @@ fn link_value(
                     .count()
             })
             .sum::<usize>() as f64,
-        // delivery_ratio and delivery_first, the link metrics left.
+        // delivery_ratio, the link metric left.
         _ => 100.0 * (1.0 - loss()),
     }))
+}
+
+/// `delivery_first` or `queue_delay_first_ms` of one repetition: the EWPHCC
+/// author's definition (`1805004_parse.awk` counts only the first flow of
+/// each source node, one link per source here), measured on those flows'
+/// own packets in each link's per-packet log (`bottleneck.bin`, the data
+/// direction): delivery is the packets that left the queue over those
+/// that left or were dropped, in %; delay the mean time they spent
+/// queued, ms. The links are those [`link_value`] takes (every link, the
+/// links only the selected flows cross, or the one named), each link's
+/// first flow its lowest-numbered.
+fn first_flows_value(
+    metric: &str,
+    r: &RepResult,
+    rep_dir: &Path,
+    selected: Option<&[usize]>,
+    link: Option<&str>,
+) -> Result<f64, MetricError> {
+    let links: Vec<_> = match link {
+        Some(name) => vec![r.links.get_key_value(name).ok_or_else(|| {
+            MetricError(format!(
+                "link={name}: no such link; links: {}",
+                r.links.keys().cloned().collect::<Vec<_>>().join(", ")
+            ))
+        })?],
+        None => r
+            .links
+            .iter()
+            .filter(|(_, l)| {
+                selected
+                    .is_none_or(|s| !l.flows.is_empty() && l.flows.iter().all(|i| s.contains(i)))
+            })
+            .collect(),
+    };
+    if links.is_empty() {
+        return Err(MetricError(format!(
+            "{metric}: needs a run with named links (`[[links]]`), each link's first flow counted; {}",
+            if r.links.is_empty() {
+                "this run has one link".to_string()
+            } else {
+                "no link is crossed only by the selected flows".to_string()
+            }
+        )));
+    }
+    let (mut departed, mut dropped, mut sojourn_ns) = (0u64, 0u64, 0u128);
+    for (name, l) in links {
+        let Some(&first) = l.flows.iter().min() else {
+            continue;
+        };
+        let dir_code = if l.link.direction == "up" { 0 } else { 1 };
+        let own = rep_dir.join("links").join(name).join("bottleneck.bin");
+        let path = if own.exists() {
+            own
+        } else {
+            rep_dir.join("bottleneck.bin")
+        };
+        let log = crate::bottleneck::Reader::open(&path).map_err(|e| {
+            MetricError(format!(
+                "{metric} reads each link's per-packet log (the run must keep it): {e}"
+            ))
+        })?;
+        for rec in log {
+            if usize::from(rec.flow) != first || rec.dir != dir_code {
+                continue;
+            }
+            match rec.kind {
+                k if k == crate::bottleneck::Kind::Depart as u8 => {
+                    departed += 1;
+                    sojourn_ns += u128::from(rec.sojourn_ns);
+                }
+                k if k == crate::bottleneck::Kind::Drop as u8 => dropped += 1,
+                _ => {}
+            }
+        }
+    }
+    Ok(match metric {
+        "delivery_first" if departed + dropped > 0 => {
+            100.0 * departed as f64 / (departed + dropped) as f64
+        }
+        "queue_delay_first_ms" if departed > 0 => sojourn_ns as f64 / departed as f64 / 1e6,
+        _ => f64::NAN,
+    })
 }
 
 /// Equation 7 of the TCP/EXP paper (seeds/002; the square-root law of
@@ -629,14 +703,13 @@ mod tests {
     }
 
     #[test]
-    fn first_flow_metrics_weigh_each_link_by_one_of_its_flows() {
+    fn first_flow_metrics_count_each_links_first_flow_from_its_packet_log() {
+        use crate::bottleneck::{Kind, Record, Sink, Writer};
         let dir = tempfile::tempdir().unwrap();
         let link = |bytes: u64, loss: f64, q: f64, flows: &[u64]| {
             serde_json::json!({"drops": 0, "bytes": bytes, "loss_rate": loss,
                 "queue_delay_ms_mean": q, "utilization": 0.5, "utilization_steady": 0.5, "flows": flows})
         };
-        // p1: one flow, 900 of 1000 bytes through; p2: four flows, 3000
-        // of 6000 through.
         let flows: Vec<serde_json::Value> = (0..5)
             .map(|i| serde_json::json!({"index": i, "cc": "vegas"}))
             .collect();
@@ -651,17 +724,50 @@ mod tests {
         });
         std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
         let d = RunData::load(dir.path()).unwrap();
-        // Every flow: (900 + 3000) / (1000 + 6000) delivered.
+        // Without the logs the metric says what it needs.
+        let e = d.values("delivery_first", None).unwrap_err().to_string();
+        assert!(e.contains("per-packet log"), "{e}");
+        // p1 (the first link, in the repetition's directory): flow 0, 9
+        // packets through after 2 ms queued, 1 dropped. p2 (links/p2/):
+        // its first flow 1, 3 through after 10 ms and 3 dropped; flow 2's
+        // packets, and flow 1's in the other direction, do not count.
+        let rec = |flow: u16, dir: u8, kind: Kind, sojourn_ms: u32| Record {
+            flow,
+            dir,
+            kind: kind as u8,
+            sojourn_ns: sojourn_ms * 1_000_000,
+            size: 1000,
+            ..Record::default()
+        };
+        let write = |path: std::path::PathBuf, recs: Vec<Record>| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let mut w = Writer::create(&path, &serde_json::json!({})).unwrap();
+            for r in &recs {
+                w.record(r);
+            }
+            w.finish().unwrap();
+        };
+        let rep = dir.path().join("rep-1");
+        let mut p1 = vec![rec(0, 1, Kind::Depart, 2); 9];
+        p1.push(rec(0, 1, Kind::Drop, 0));
+        write(rep.join("bottleneck.bin"), p1);
+        let mut p2 = vec![rec(1, 1, Kind::Depart, 10); 3];
+        p2.extend(vec![rec(1, 1, Kind::Drop, 0); 3]);
+        p2.extend(vec![rec(2, 1, Kind::Depart, 50); 10]);
+        p2.extend(vec![rec(1, 0, Kind::Drop, 0); 5]);
+        write(rep.join("links/p2/bottleneck.bin"), p2);
+        let first = d.values("delivery_first", None).unwrap()[0];
+        assert!((first - 100.0 * 12.0 / 16.0).abs() < 1e-9, "{first}");
+        let q = d.values("queue_delay_first_ms", None).unwrap()[0];
+        assert!((q - (9.0 * 2.0 + 3.0 * 10.0) / 12.0).abs() < 1e-9, "{q}");
+        // One link, or the links only some flows cross.
+        let one = d.values_on("delivery_first", None, Some("p2")).unwrap()[0];
+        assert!((one - 50.0).abs() < 1e-9, "{one}");
+        let sel = d.values("delivery_first", Some("#0")).unwrap()[0];
+        assert!((sel - 90.0).abs() < 1e-9, "{sel}");
+        // Every flow's delivery is still the links' own.
         let all = d.values("delivery_ratio", None).unwrap()[0];
         assert!((all - 100.0 * 3900.0 / 7000.0).abs() < 1e-9, "{all}");
-        // First flows: 900 + 750 of 1000 + 1500.
-        let first = d.values("delivery_first", None).unwrap()[0];
-        assert!((first - 100.0 * 1650.0 / 2500.0).abs() < 1e-9, "{first}");
-        let q = d.values("queue_delay_first_ms", None).unwrap()[0];
-        assert!(
-            (q - (2.0 * 900.0 + 10.0 * 750.0) / 1650.0).abs() < 1e-9,
-            "{q}"
-        );
     }
 
     #[test]

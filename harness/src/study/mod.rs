@@ -1010,10 +1010,15 @@ fn plan(s: &Study, out: &Path, opts: &Options) -> Result<(Vec<Job>, Vec<Skipped>
                 continue;
             }
             let qlog = qlog_level(s, ei, opts.qlog_level);
+            let packet_log = metrics_read(s, ei)
+                .0
+                .into_iter()
+                .any(jobs::needs_packet_log);
             jobs.push(Job {
                 exp: ei,
                 name,
                 qlog,
+                packet_log,
                 dir: out.join("runs").join(&e.id).join(p.dir_name()),
                 point: p,
                 scenario: sc,
@@ -1058,6 +1063,23 @@ const PACKET_METRICS: &[&str] = &["data_packet_bytes", "small_share", "acks_per_
 /// for the per-packet metrics.
 fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::QlogLevel {
     use quic_app::QlogLevel;
+    let (metrics, qlog) = metrics_read(s, ei);
+    if metrics.iter().any(|m| PACKET_METRICS.contains(m)) {
+        return match level {
+            QlogLevel::Off | QlogLevel::Metrics => QlogLevel::Core,
+            l => l,
+        };
+    }
+    if qlog || metrics.iter().any(|m| jobs::needs_qlog(m)) {
+        level
+    } else {
+        QlogLevel::Off
+    }
+}
+
+/// The metrics experiment `ei`'s goals, tables and figures read, and
+/// whether a figure draws the senders' cwnd or RTT.
+fn metrics_read(s: &Study, ei: usize) -> (Vec<&str>, bool) {
     let here = |id: &Option<String>| s.scope(id.as_deref()).contains(&ei);
     let mut metrics: Vec<&str> = Vec::new();
     for g in s.goals.iter().filter(|g| here(&g.experiment)) {
@@ -1079,17 +1101,7 @@ fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::Qlo
         qlog |= matches!(f.kind.as_str(), "cwnd" | "rtt");
         metrics.extend(f.kind.strip_prefix("metric:"));
     }
-    if metrics.iter().any(|m| PACKET_METRICS.contains(m)) {
-        return match level {
-            QlogLevel::Off | QlogLevel::Metrics => QlogLevel::Core,
-            l => l,
-        };
-    }
-    if qlog || metrics.iter().any(|m| jobs::needs_qlog(m)) {
-        level
-    } else {
-        QlogLevel::Off
-    }
+    (metrics, qlog)
 }
 
 /// Runs a study (what is not already there) and evaluates it: writes
