@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load high-rates guest-router lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures rtt-fairness-map cellular bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load high-rates guest-router lint clean
 
 all: build
 
@@ -155,6 +155,23 @@ sim-vs-emu: bootstrap
 topology-figures: bootstrap
 	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
 	target/release/cclab study studies/topologies.toml --publish $(STUDY_ARGS)
+
+# docs/links.md's recorded cellular links: five algorithms over the two
+# shipped LTE traces on sim (cclab study studies/cellular.toml).
+cellular: bootstrap
+	$(CARGO) build --release -q -p harness
+	target/release/cclab study studies/cellular.toml --publish $(STUDY_ARGS)
+
+# docs/topologies.md's RTT-fairness map: the sweep of
+# scenarios/sweeps/rtt-fairness-map.toml on sim (64 points, 2 repetitions of 60 s, about
+# 4 minutes on 2 cores), its report in results/rtt-map/report.md, and the
+# map's figure copied to docs/images/rtt-fairness-map.svg.
+rtt-fairness-map: bootstrap
+	$(CARGO) build --release -q -p harness
+	target/release/cclab sweep scenarios/sweeps/rtt-fairness-map.toml --link sim --out results/rtt-map --qlog-level off
+	target/release/cclab report results/rtt-map --out results/rtt-map/report.md
+	cp results/rtt-map/report-figures/rtt-fairness.svg docs/images/rtt-fairness-map.svg
+	@echo "the map's table: the 'RTT fairness' section of results/rtt-map/report.md"
 
 # docs/bbr.md: bbr3 on each scenario of scenarios/bbr/, one figure per case
 # (docs/images/bbr-*.svg) and the table of their figures.

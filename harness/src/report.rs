@@ -20,6 +20,7 @@ mod figures;
 mod html;
 pub mod palette;
 mod render;
+pub mod rtt_map;
 mod scatter;
 mod series;
 
@@ -82,6 +83,10 @@ fn markdown_doc(
         html::TABLE_NOTE,
         html::recovery_markdown(runs)
     );
+    let maps = rtt_map::maps(runs);
+    if !maps.is_empty() {
+        doc += &format!("\n## RTT fairness\n{}", rtt_map::markdown(&maps));
+    }
     for f in figures {
         if let Some(svg) = f
             .files

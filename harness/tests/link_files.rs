@@ -101,3 +101,62 @@ fn every_shipped_scenario_parses() {
         assert!(sw.len() > 1);
     }
 }
+
+#[test]
+fn the_cellular_scenarios_follow_their_traces_on_sim() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios/cellular");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let mut sc = harness::scenario::Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        // Each direction's mean rate is its trace's: one 1500-byte packet a
+        // line over the trace's length.
+        for (d, ext) in [(&sc.link.down, "down"), (&sc.link.up, "up")] {
+            let name = p
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .replace("-lte-short", "");
+            let file = std::fs::read_dir(dir.join("../traces/mahimahi"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|f| {
+                    let s = f.file_name().unwrap().to_string_lossy().to_lowercase();
+                    s.starts_with(&name) && s.ends_with(ext)
+                })
+                .unwrap();
+            let t: Vec<u64> = std::fs::read_to_string(&file)
+                .unwrap()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            let mean = t.len() as f64 * 1500.0 * 8.0 / (*t.last().unwrap() as f64 / 1e3);
+            assert!(
+                (d.rate_bps - mean).abs() < 0.01 * mean,
+                "{}: {} against {mean}",
+                file.display(),
+                d.rate_bps
+            );
+        }
+        sc.duration_ns = 3_000_000_000;
+        sc.repetitions = 1;
+        let out = tempfile::tempdir().unwrap();
+        let cfg = harness::run::RunConfig {
+            out: out.path().join("r"),
+            bin_dir: PathBuf::from("/nonexistent"),
+            backend: harness::link::Backend::Sim,
+            quiet: true,
+            stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            per_packet_log: false,
+            threads: 0,
+            qlog_level: quic_app::QlogLevel::Off,
+            emu_mode: harness::emu::EmuMode::Relay,
+        };
+        let s = harness::run::run(&sc, &cfg).unwrap();
+        let r = &s.repetitions[0];
+        assert!(r.flows[0].goodput_bps > 1e5, "{}", p.display());
+        assert!(r.bottleneck.utilization > 0.3 && r.bottleneck.utilization <= 1.0);
+        n += 1;
+    }
+    assert_eq!(n, 2);
+}

@@ -179,3 +179,70 @@ fn a_run_of_several_links_gets_a_queue_panel_per_link() {
         assert!(svg.contains(name), "no panel titled {name}");
     }
 }
+
+#[test]
+fn runs_of_two_flows_at_several_rtts_and_buffers_get_an_rtt_fairness_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    // NewReno at 20 and 20 or 80 ms, through 1 or 4 BDP, and one run of a
+    // single flow, which the map leaves out.
+    for (rtt, queue) in [
+        ("20ms", "1bdp"),
+        ("80ms", "1bdp"),
+        ("20ms", "4bdp"),
+        ("80ms", "4bdp"),
+    ] {
+        let text = format!(
+            "name = \"m\"\nduration = \"8s\"\n[link]\nbackend = \"sim\"\nrate = \"10mbit\"\nrtt = \"20ms\"\nqueue = \"{queue}\"\n[[flows]]\ncc = \"newreno\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"newreno\"\nrtt = \"{rtt}\"\n"
+        );
+        let sc = Scenario::parse(&text, "test", Path::new(".")).unwrap();
+        let mut cfg = sim_cfg(&runs.join(format!("{rtt}-{queue}")));
+        cfg.qlog_level = quic_app::QlogLevel::Off;
+        harness::run::run(&sc, &cfg).unwrap();
+    }
+    sim_run("cubic", &runs.join("single"));
+    let md = dir.path().join("out/report.md");
+    assert_eq!(
+        harness::report::write(std::slice::from_ref(&runs), &md),
+        Ok(5)
+    );
+    let text = std::fs::read_to_string(&md).unwrap();
+    let table = &text[text
+        .find("## RTT fairness")
+        .expect("no RTT fairness section")..];
+    assert!(table.contains("**newreno**"), "{table}");
+    assert!(
+        !table.contains("**cubic**"),
+        "a one-flow run made a map: {table}"
+    );
+    assert!(table.contains("| RTT ratio | 1 BDP | 4 BDP |"), "{table}");
+    // The share of the 20 ms flow: about even at equal RTTs, more than even
+    // against a flow of four times its RTT.
+    let row = |ratio: &str| -> Vec<f64> {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {ratio} |")))
+            .unwrap_or_else(|| panic!("no row {ratio}: {table}"));
+        line.split('|')
+            .skip(2)
+            .filter_map(|c| c.split_whitespace().next()?.parse().ok())
+            .collect()
+    };
+    for s in row("1") {
+        assert!((30.0..=70.0).contains(&s), "equal RTTs: {s}% in {table}");
+    }
+    for s in row("4") {
+        assert!(
+            s > 55.0,
+            "the 20 ms flow against an 80 ms one: {s}% in {table}"
+        );
+    }
+    let page = dir.path().join("out/report.html");
+    harness::report::write(&[runs], &page).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("id=\"fig-rtt-fairness\""), "no map figure");
+    assert!(dir
+        .path()
+        .join("out/report-figures/rtt-fairness.png")
+        .exists());
+}

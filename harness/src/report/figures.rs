@@ -48,6 +48,22 @@ pub fn all(
     if let Some(f) = completion_times(runs, dir)? {
         out.push(f);
     }
+    let maps = super::rtt_map::maps(runs);
+    if !maps.is_empty() {
+        out.push(render(
+            "rtt-fairness",
+            "RTT fairness",
+            "Runs of two flows of one algorithm with different round-trip times (a sweep over \
+             a flow's <code>rtt</code> and the link's <code>queue</code>): the shorter-RTT \
+             flow's share of the two flows' goodput, mean of the repetitions, at each RTT \
+             ratio (the longer base RTT over the shorter) and buffer (the queue limit in BDPs \
+             of the link's own round trip). 50% is fair; red: the shorter flow takes more, \
+             blue: less."
+                .to_string(),
+            Kind::RttMap(&maps),
+            Some(dir),
+        )?);
+    }
     Ok(out)
 }
 

@@ -17,6 +17,7 @@ const PNG_SCALE: f64 = 2.0;
 pub enum Kind<'a> {
     Scatter(&'a [Point]),
     Multiples(&'a Multiples),
+    RttMap(&'a [super::rtt_map::Map]),
 }
 
 impl Kind<'_> {
@@ -24,6 +25,7 @@ impl Kind<'_> {
         match self {
             Kind::Scatter(_) => (WIDTH, HEIGHT),
             Kind::Multiples(m) => multiples_size(m),
+            Kind::RttMap(m) => super::rtt_map::size(m),
         }
     }
 
@@ -31,6 +33,7 @@ impl Kind<'_> {
         match self {
             Kind::Scatter(p) => draw_scatter(root, p, s),
             Kind::Multiples(m) => draw_multiples(root, m, s),
+            Kind::RttMap(m) => super::rtt_map::draw(root, m, s),
         }
     }
 }
@@ -98,6 +101,7 @@ pub fn render(
         panels: match kind {
             Kind::Scatter(_) => 1,
             Kind::Multiples(m) => m.panels.len(),
+            Kind::RttMap(m) => m.len(),
         },
         files,
     })
