@@ -593,6 +593,10 @@ pub struct Bbr3 {
     drain_timeouts: u64,
     probe_rtt_count: u64,
     spurious_undos: u64,
+    /// Restarts after idle, and the PROBE_RTTs they made unnecessary (the
+    /// draft's A.11: the idle time served as one).
+    idle_restarts: u64,
+    probe_rtt_skips: u64,
 }
 
 /// The reasons STARTUP ends, as logged (`bbr_startup_exit`).
@@ -675,6 +679,8 @@ impl Bbr3 {
             drain_timeouts: 0,
             probe_rtt_count: 0,
             spurious_undos: 0,
+            idle_restarts: 0,
+            probe_rtt_skips: 0,
         };
         b.init_pacing_rate(config.initial_rtt);
         b
@@ -1231,6 +1237,13 @@ impl Bbr3 {
     fn check_probe_rtt(&mut self, now: Instant) {
         if self.state != State::ProbeRtt
             && self.probe_rtt_expired
+            && self.idle_restart
+            && self.min_rtt.is_some()
+        {
+            self.probe_rtt_skips += 1;
+        }
+        if self.state != State::ProbeRtt
+            && self.probe_rtt_expired
             && !self.idle_restart
             && self.min_rtt.is_some()
         {
@@ -1497,6 +1510,7 @@ impl CongestionController for Bbr3 {
 
     fn on_restart_after_idle(&mut self, _idle: Duration, now: Instant) {
         self.idle_restart = true;
+        self.idle_restarts += 1;
         self.extra_acked_interval_start = Some(now);
         if self.state.is_probe_bw() {
             self.set_pacing_rate_with_gain(1.0);
@@ -1558,6 +1572,8 @@ impl CongestionController for Bbr3 {
         f("bbr_up_exits_precautionary", self.up_exits[2] as f64);
         f("bbr_drain_timeouts", self.drain_timeouts as f64);
         f("bbr_spurious_undos", self.spurious_undos as f64);
+        f("bbr_idle_restarts", self.idle_restarts as f64);
+        f("bbr_probe_rtt_skips", self.probe_rtt_skips as f64);
         if let Some(r) = self.startup_exit {
             f(
                 "bbr_startup_exit",
@@ -1670,6 +1686,32 @@ mod tests {
             "{seen:?}"
         );
         assert_eq!(d.cc.probe_rtt_count, 1);
+    }
+
+    /// A.19 as QUIC can meet it: persistent congestion (RFC 9002 7.6, the
+    /// draft's RTO) cuts the window to what is in flight plus a datagram;
+    /// when the losses behind it turn out spurious the window, the bounds
+    /// and the state come back. (On a link, a delay spike alone does not
+    /// get there: `harness/tests/bbr3.rs`, `a19_...`.)
+    #[test]
+    fn a19_a_spurious_persistent_congestion_is_undone() {
+        let mut d = bbr3();
+        for _ in 0..12 {
+            round(&mut d, 20, false);
+        }
+        let state = d.cc.state();
+        assert!(state.is_probe_bw(), "{state:?}");
+        let cwnd = d.cc.congestion_window();
+        d.send(5, MSS, false);
+        let now = d.now;
+        d.cc.on_persistent_congestion(now);
+        let cut = d.cc.congestion_window();
+        assert!(cut < cwnd / 2, "{cut} against {cwnd}");
+        assert!(cut >= 2 * MSS, "{cut}");
+        d.cc.on_spurious_loss(now);
+        assert_eq!(d.cc.congestion_window(), cwnd);
+        assert!(d.cc.state().is_probe_bw(), "{:?}", d.cc.state());
+        assert_eq!(d.cc.spurious_undos, 1);
     }
 
     #[test]

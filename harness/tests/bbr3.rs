@@ -399,6 +399,57 @@ fn a18_spurious_losses_are_undone() {
     assert!(util >= 0.8, "utilization {util}");
 }
 
+/// A.19 on a link: a 1 s pause of the data direction (over 3 PTOs), no
+/// drop. QUIC's PTO declares nothing lost, so no packet is declared lost,
+/// nothing is undone, and the flow goes on once the pause ends; the
+/// window's cut and undo at a spurious persistent congestion are a unit
+/// test in cc-algorithms.
+#[test]
+fn a19_a_delay_spike_declares_nothing_lost_in_quic() {
+    let t = run(&scenario("a19-delay-spike"));
+    let lost = t.summary["flows"][0]["lost_packets"].as_f64().unwrap();
+    eprintln!("A.19: {lost} packets declared lost over a 1 s pause");
+    assert_eq!(t.bottleneck("drops"), 0.0);
+    assert_eq!(lost, 0.0);
+    assert_eq!(t.last("bbr_spurious_undos"), 0.0);
+    // The pause shows on the link: nothing sent in 5.1-6.0 s, the link
+    // busy again in the last 3 s.
+    let (during, _) = t.link_between(5.1, 6.0);
+    let (after, _) = t.link_between(7.0, 10.0);
+    assert!(during < 1e5, "{during} bit/s during the pause");
+    assert!(after > 15e6, "{after} bit/s after it");
+}
+
+/// A.11: an application that pauses 6 s between responses, longer than
+/// PROBE_RTT's 5 s interval. Each restart after idle finds the min-RTT
+/// estimate expired and skips PROBE_RTT (the idle time drained the queue
+/// already): no PROBE_RTT in the whole run, one skip per restart, and the
+/// min RTT still the path's.
+#[test]
+fn a11_probe_rtt_is_skipped_after_idle() {
+    let t = run(&scenario("a11-idle"));
+    let restarts = t.last("bbr_idle_restarts");
+    let skips = t.last("bbr_probe_rtt_skips");
+    let probe_rtts = t.last("bbr_probe_rtt_count");
+    let min_rtt = t.last("bbr_min_rtt_ms");
+    eprintln!("A.11: {restarts} restarts after idle, {skips} PROBE_RTTs skipped, {probe_rtts} entered, min RTT {min_rtt} ms");
+    // Four responses: three pauses, so at least three restarts.
+    assert!(restarts >= 3.0, "{restarts} restarts");
+    assert!(skips >= 3.0, "{skips} skips");
+    assert_eq!(probe_rtts, 0.0);
+    assert!(
+        !t.states.iter().any(|s| s.1 == "probe_rtt"),
+        "{:?}",
+        t.states
+    );
+    assert!((40.0..42.0).contains(&min_rtt), "min RTT {min_rtt} ms");
+    // Every response arrived.
+    assert_eq!(
+        t.summary["flows"][0]["bytes"].as_f64().unwrap(),
+        4.0 * 4194304.0
+    );
+}
+
 /// The state in force at `t` ms.
 fn state_at(t: &Trace, ms: f64) -> &str {
     t.states

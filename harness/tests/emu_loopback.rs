@@ -25,6 +25,11 @@ fn lo() -> SocketAddr {
 /// A probe receiver behind an emulator of `l` on loopback (logs into
 /// `log_dir` when given).
 fn through(l: LinkSpec, log_dir: Option<&Path>) -> (Receiver, Emulator) {
+    through_with(l, |cfg| cfg.log_dir = log_dir.map(Path::to_path_buf))
+}
+
+/// As [`through`], with `set` changing the emulator's configuration.
+fn through_with(l: LinkSpec, set: impl FnOnce(&mut EmuConfig)) -> (Receiver, Emulator) {
     let rx = Receiver::bind(None, lo()).unwrap();
     let mut cfg = EmuConfig::new(
         l,
@@ -33,7 +38,7 @@ fn through(l: LinkSpec, log_dir: Option<&Path>) -> (Receiver, Emulator) {
             target: rx.local_addr(),
         }],
     );
-    cfg.log_dir = log_dir.map(Path::to_path_buf);
+    set(&mut cfg);
     let emu = Emulator::start(cfg).unwrap();
     (rx, emu)
 }
@@ -133,18 +138,11 @@ fn one_way_delay_matches_the_configuration() {
 #[test]
 fn the_link_thread_at_a_real_time_priority_keeps_its_delay_and_says_so() {
     let l = link(&[("rate", "10mbit"), ("rtt", "40ms")]);
-    let rx = Receiver::bind(None, lo()).unwrap();
-    let mut cfg = EmuConfig::new(
-        l,
-        vec![Forward {
-            listen: lo(),
-            target: rx.local_addr(),
-        }],
-    );
-    assert_eq!(cfg.priority, harness::emu::DEFAULT_PRIORITY);
-    assert_eq!(cfg.priority, Priority::Normal);
-    cfg.priority = Priority::Fifo(10);
-    let emu = Emulator::start(cfg).unwrap();
+    let (rx, emu) = through_with(l, |cfg| {
+        assert_eq!(cfg.priority, harness::emu::DEFAULT_PRIORITY);
+        assert_eq!(cfg.priority, Priority::Normal);
+        cfg.priority = Priority::Fifo(10);
+    });
     let sent = probe::send(
         None,
         emu.listen_addrs()[0],

@@ -307,3 +307,48 @@ rate = "2mbit"
     assert!(min >= 40.0, "{rtt}");
     assert!(mean < 41.5, "RTT samples carry a pacing delay: {rtt}");
 }
+
+/// `think`: the client waits after each response before the next request,
+/// and the link is idle meanwhile (what makes a sender restart after idle).
+#[test]
+fn think_time_spaces_the_requests_and_idles_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let s = sim(
+        "name = \"t\"\nduration = \"10s\"\n[link]\nrate = \"10mbit\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"newreno\"\nsize = \"200kb\"\nrequests = 3\nthink = \"2s\"\n",
+        &out,
+    );
+    let f = &s["repetitions"][0]["flows"][0];
+    assert_eq!(f["complete"], true, "{f}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.join("rep-1/flow-0/client.json")).unwrap())
+            .unwrap();
+    let ends: Vec<f64> = report["request_ends_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_f64().unwrap())
+        .collect();
+    assert_eq!(ends.len(), 3, "{ends:?}");
+    for w in ends.windows(2) {
+        // 2 s of thinking, then a 200 kB response (under 0.5 s here).
+        let gap = w[1] - w[0];
+        assert!((2.0..2.6).contains(&gap), "{ends:?}");
+    }
+    // Nothing crossed the link in the middle of the first pause.
+    let mid = ends[0] + 1.0;
+    let idle = down_bytes(&out, mid - 0.5, mid + 0.5);
+    assert_eq!(idle[0], 0, "{idle:?} bytes during the pause");
+    // And a pause needs several requests.
+    let e = Scenario::parse(
+        "name = \"t\"\n[[flows]]\ncc = \"newreno\"\nsize = \"200kb\"\nthink = \"2s\"\n",
+        "test",
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("think") && e.contains("requests = 2 or more"),
+        "{e}"
+    );
+}

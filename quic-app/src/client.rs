@@ -34,6 +34,11 @@ pub struct ClientSettings {
     /// (1 or more; more than 1 only for a sized transfer). The report
     /// counts the bytes of them all.
     pub requests: u32,
+    /// How long the application waits after a response has finished
+    /// before it makes the next request (zero: at once). The connection
+    /// is idle meanwhile: a sender restarts after idle, as a web client
+    /// between page loads makes it do.
+    pub think: Duration,
     /// Report every this long.
     pub interval: Option<Duration>,
     /// Print interval lines to stderr as they happen.
@@ -137,6 +142,8 @@ pub struct ClientApp {
     /// The upload body's rate limit, and when it next lets the body go on.
     upload_limit: Option<RateLimit>,
     upload_wake: Option<Instant>,
+    /// When the next request is made, after a think time.
+    next_request: Option<Instant>,
     response_body: Vec<u8>,
     done: bool,
     intervals: Vec<Interval>,
@@ -168,6 +175,7 @@ impl ClientApp {
             upload_left: settings.upload.unwrap_or(0),
             upload_limit,
             upload_wake: None,
+            next_request: None,
             s: settings,
             start: now,
             transfer_start: None,
@@ -209,6 +217,7 @@ impl ClientApp {
             self.next_tick,
             self.deadline,
             self.upload_wake,
+            self.next_request,
         ]
         .into_iter()
         .flatten()
@@ -246,6 +255,10 @@ impl ClientApp {
                 self.error = Some(format!("HTTP/3 error: {e}"));
                 let _ = self.conn.close(true, 0x101, b"h3 error");
             }
+        }
+        if self.next_request.is_some_and(|t| t <= now) {
+            self.next_request = None;
+            self.request_again();
         }
         self.exchange(now);
         self.tick(now);
@@ -310,20 +323,30 @@ impl ClientApp {
             self.response_body.clear();
         }
         if (self.request_ends.len() as u32) < self.s.requests.max(1) {
-            self.upload_left = self.s.upload.unwrap_or(0);
-            let Some(mut h) = self.h3.take() else { return };
-            match self.send_request(&mut h) {
-                Ok(id) => self.stream = Some(id),
-                Err(e) => {
-                    self.error = Some(format!("HTTP/3 error: {e}"));
-                    let _ = self.conn.close(true, 0x101, b"h3 error");
-                }
+            if self.s.think.is_zero() {
+                self.request_again();
+            } else {
+                self.stream = None;
+                self.next_request = Some(now + self.s.think);
             }
-            self.h3 = Some(h);
             return;
         }
         self.done = true;
         let _ = self.conn.close(true, 0x100, b"done");
+    }
+
+    /// The next request on the same connection.
+    fn request_again(&mut self) {
+        self.upload_left = self.s.upload.unwrap_or(0);
+        let Some(mut h) = self.h3.take() else { return };
+        match self.send_request(&mut h) {
+            Ok(id) => self.stream = Some(id),
+            Err(e) => {
+                self.error = Some(format!("HTTP/3 error: {e}"));
+                let _ = self.conn.close(true, 0x101, b"h3 error");
+            }
+        }
+        self.h3 = Some(h);
     }
 
     /// Writes the upload body as far as flow control (and its rate limit)

@@ -80,6 +80,7 @@ fn transfer(path: &str, upload: Option<u64>, secs: u64) -> Report {
         upload,
         duration: Some(Duration::from_secs(secs)),
         requests: 1,
+        think: std::time::Duration::ZERO,
         interval: None,
         print_intervals: false,
         timeout: Duration::from_secs(5),

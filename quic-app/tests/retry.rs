@@ -111,6 +111,7 @@ fn a_quiche_client_downloads_through_a_retry() {
         upload: None,
         duration: None,
         requests: 1,
+        think: std::time::Duration::ZERO,
         interval: None,
         print_intervals: false,
         timeout: Duration::from_secs(5),

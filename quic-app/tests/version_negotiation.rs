@@ -196,6 +196,7 @@ fn a_quiche_client_starting_with_a_reserved_version_negotiates_v1_and_downloads(
         upload: None,
         duration: None,
         requests: 1,
+        think: std::time::Duration::ZERO,
         interval: None,
         print_intervals: false,
         timeout: Duration::from_secs(5),

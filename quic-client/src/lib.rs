@@ -31,6 +31,9 @@ pub struct ClientConfig {
     /// Make the request this many times, one after another on the same
     /// connection ([`quic_app::client::ClientSettings::requests`]).
     pub requests: u32,
+    /// The pause between a response and the next request
+    /// ([`quic_app::client::ClientSettings::think`]).
+    pub think: Duration,
     /// Congestion control, used when the client sends (uploads).
     pub cc: Controller,
     /// Write the client's qlog here.
@@ -172,6 +175,7 @@ pub async fn run(cfg: ClientConfig) -> anyhow::Result<Report> {
         upload: cfg.upload,
         duration: cfg.duration,
         requests: cfg.requests,
+        think: cfg.think,
         interval: cfg.interval,
         print_intervals: cfg.print_intervals,
         timeout: cfg.timeout,

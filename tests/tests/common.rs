@@ -81,6 +81,7 @@ pub fn client_config(url: &str) -> ClientConfig {
         upload: None,
         duration: None,
         requests: 1,
+        think: std::time::Duration::ZERO,
         cc: cc_algorithms::parse("cubic").unwrap(),
         qlog_dir: None,
         qlog_level: quic_app::QlogLevel::Extra,

@@ -287,6 +287,9 @@ impl<'a> Endpoints<'a> {
         if f.requests > 1 {
             cmd.arg(format!("--requests={}", f.requests));
         }
+        if f.think_ns > 0 {
+            cmd.arg(format!("--think={}", f.think_ns as f64 / 1e9));
+        }
         if let Some(m) = f.mtu {
             cmd.arg(format!("--mtu={m}"));
         }

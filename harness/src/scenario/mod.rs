@@ -131,6 +131,10 @@ pub struct FlowSpec {
     /// when the previous response has finished, as in picoquic's
     /// multi-stream scenarios).
     pub requests: u32,
+    /// How long the client waits after each response before the next
+    /// request, ns (`think`; 0: at once). The connection is idle meanwhile,
+    /// so the sender restarts after idle at each request.
+    pub think_ns: u64,
     /// How many such flows.
     pub count: u32,
     /// The sending application's rate limit, bit/s (`None`: as fast as
@@ -163,6 +167,7 @@ impl FlowSpec {
             size: None,
             duration_ns: None,
             requests: 1,
+            think_ns: 0,
             count: 1,
             rate_bps: None,
             mtu: None,

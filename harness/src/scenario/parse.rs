@@ -33,6 +33,7 @@ const FLOW: &[&str] = &[
     "size",
     "duration",
     "requests",
+    "think",
     "count",
     "rate",
     "mtu",
@@ -666,6 +667,19 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
             "several requests need a size for each (a timed flow makes one request)",
         ));
     }
+    let think_ns = e.duration("think")?.unwrap_or(0);
+    if think_ns > 0 && requests < 2 {
+        return Err(e.err(
+            "think",
+            "the pause between requests needs requests = 2 or more",
+        ));
+    }
+    if think_ns > 60_000_000_000 {
+        return Err(e.err(
+            "think",
+            "at most 60s (quiche closes an idle connection after its idle timeout)",
+        ));
+    }
     let rate_bps = e.rate(|s| format!("`{s}` is not a rate between 1kbit and 100gbit, such as 2mbit or 500kbit (the rate at which the sending application writes)"))?;
     Ok(FlowSpec {
         cc,
@@ -675,6 +689,7 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
         size,
         duration_ns,
         requests,
+        think_ns,
         count,
         rate_bps,
         mtu: mtu(e)?,

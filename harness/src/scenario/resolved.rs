@@ -83,6 +83,9 @@ fn flow_toml(f: &FlowSpec) -> toml::Value {
     if f.requests > 1 {
         ft.insert("requests".into(), toml::Value::Integer(f.requests as i64));
     }
+    if f.think_ns > 0 {
+        ft.insert("think".into(), format_duration_ns(f.think_ns).into());
+    }
     ft.insert("count".into(), toml::Value::Integer(f.count as i64));
     if let Some(r) = f.rate_bps {
         ft.insert("rate".into(), format_rate(r).into());

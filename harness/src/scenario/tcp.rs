@@ -37,6 +37,7 @@ pub const QUIC_ONLY_FIELDS: &[(&str, &str)] = &[
     ("mtu", "mtu is QUIC's UDP payload size; a TCP flow's segments follow the link's MTU (1500 bytes)"),
     ("rate", "tcp-bulk writes as fast as the socket takes; an application rate limit is quic-app's"),
     ("requests", "tcp-bulk makes one transfer per connection; several requests on one connection are quic-app's"),
+    ("think", "tcp-bulk makes one transfer per connection; a pause between requests is quic-app's"),
 ];
 
 /// NAME of `tcp:NAME`; `None` for a QUIC algorithm spec.

@@ -148,6 +148,7 @@ pub(super) fn client_settings(f: &Flow) -> ClientSettings {
             .is_none()
             .then(|| Duration::from_nanos(f.run_ns)),
         requests: f.spec.requests,
+        think: Duration::from_nanos(f.spec.think_ns),
         interval: Some(Duration::from_millis(500)),
         print_intervals: false,
         timeout: Duration::from_secs(10),

@@ -29,6 +29,10 @@ struct Args {
     /// (1 to 1000; not with --duration).
     #[arg(long, default_value_t = 1)]
     requests: u32,
+    /// Wait this many seconds after each response before the next request
+    /// (with --requests; the connection is idle meanwhile).
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    think: f64,
     /// Congestion control when the client sends (uploads): `name` or
     /// `name:key=value,...`.
     #[arg(long, default_value = "cubic")]
@@ -134,6 +138,13 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
                 return Err("--requests: a timed transfer (--duration) makes one request".into())
             }
             (n, _) => return Err(format!("--requests: {n} is not between 1 and 1000")),
+        },
+        think: if args.think == 0.0 {
+            std::time::Duration::ZERO
+        } else if args.requests < 2 {
+            return Err("--think: the pause between requests needs --requests 2 or more".into());
+        } else {
+            seconds("think", args.think)?
         },
         cc: cc_algorithms::parse(&args.cc).map_err(|e| format!("--cc: {e}"))?,
         qlog_dir: args.qlog_dir.clone(),
