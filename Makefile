@@ -163,8 +163,8 @@ cellular: bootstrap
 	target/release/cclab study studies/cellular.toml --publish $(STUDY_ARGS)
 
 # docs/topologies.md's RTT-fairness map: the sweep of
-# scenarios/sweeps/rtt-fairness-map.toml on sim (64 points, 2 repetitions of 60 s, about
-# 4 minutes on 2 cores), its report in results/rtt-map/report.md, and the
+# scenarios/sweeps/rtt-fairness-map.toml on sim (64 points, 2 repetitions of 60 s,
+# 2 min 17 s on 2 cores at 361f8c4), its report in results/rtt-map/report.md, and the
 # map's figure copied to docs/images/rtt-fairness-map.svg.
 rtt-fairness-map: bootstrap
 	$(CARGO) build --release -q -p harness

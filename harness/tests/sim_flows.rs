@@ -351,4 +351,13 @@ fn think_time_spaces_the_requests_and_idles_the_link() {
         e.contains("think") && e.contains("requests = 2 or more"),
         "{e}"
     );
+    // Nor may it outlast the connection's idle timeout.
+    let e = Scenario::parse(
+        "name = \"t\"\n[[flows]]\ncc = \"newreno\"\nsize = \"200kb\"\nrequests = 2\nthink = \"20s\"\n",
+        "test",
+        Path::new("."),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("think") && e.contains("at most 9s"), "{e}");
 }

@@ -75,11 +75,19 @@ pub fn base_config(protos: &[&[u8]]) -> Result<quiche::Config, quiche::Error> {
     Ok(c)
 }
 
+/// How long a connection may be idle before quiche closes it (both ends).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest pause between two requests of a flow
+/// ([`client::ClientSettings::think`]): a second under [`IDLE_TIMEOUT`], so
+/// that the idle connection survives it.
+pub const MAX_THINK: Duration = Duration::from_secs(9);
+
 /// Applies the transport settings both ends use for bulk transfer to a
 /// configuration made elsewhere (e.g. with its own TLS context).
 pub fn configure(c: &mut quiche::Config, protos: &[&[u8]]) -> Result<(), quiche::Error> {
     c.set_application_protos(protos)?;
-    c.set_max_idle_timeout(10_000);
+    c.set_max_idle_timeout(IDLE_TIMEOUT.as_millis() as u64);
     c.set_max_recv_udp_payload_size(MAX_DATAGRAM_SIZE);
     c.set_max_send_udp_payload_size(MAX_DATAGRAM_SIZE);
     // Flow-control windows bound what quiche buffers (sent but unacked, or

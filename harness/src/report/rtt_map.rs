@@ -14,7 +14,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::chart::{font, px, title, DrawResult, WIDTH};
 use super::data::Run;
-use crate::link::Dir;
+use crate::link::{Dir, QueueLimit};
 
 /// One cell: every run at one RTT ratio and buffer.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,13 +80,12 @@ fn point(r: &Run) -> Option<(Key, Cell)> {
         return None;
     }
     let sc = crate::scenario::Scenario::load(&r.dir.join("scenario.toml")).ok()?;
-    let bdp = sc.link.down.rate_bps * (s.link.rtt_ms / 1e3) / 8.0;
-    if bdp.is_nan() || bdp <= 0.0 {
-        return None;
-    }
-    // Packet limits count 1500-byte packets, as the links do.
+    // Packet limits count 1500-byte packets, as the links do; the BDP is
+    // the link's own (its rate and round trip).
+    let bdp = sc.link.limit_bytes(Dir::Down, QueueLimit::Bdp(1.0), 1500) as f64;
     let buffer = round2(sc.link.queue_bytes(Dir::Down, 1500) as f64 / bdp);
-    let (mut ratios, mut shares) = (Vec::new(), Vec::new());
+    let mut ratio = None;
+    let mut shares = Vec::new();
     for rep in &s.repetitions {
         let [a, b] = rep.flows.as_slice() else {
             return None;
@@ -96,11 +95,12 @@ fn point(r: &Run) -> Option<(Key, Cell)> {
         if !(ra > 0.0 && rb > 0.0 && total > 0.0) {
             return None;
         }
-        let (short, long) = if ra <= rb { (a, b) } else { (b, a) };
-        ratios.push(long.base_rtt_ms? / short.base_rtt_ms?);
+        // The base RTTs are the path's, the same in every repetition.
+        ratio.get_or_insert(round2(ra.max(rb) / ra.min(rb)));
+        let short = if ra <= rb { a } else { b };
         shares.push(100.0 * short.goodput_bps / total);
     }
-    let ratio = round2(*ratios.first()?);
+    let ratio = ratio?;
     let key = (s.flows[0].cc.clone(), s.link.aqm.clone());
     Some((
         key,

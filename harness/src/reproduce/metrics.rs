@@ -36,7 +36,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::run::{BottleneckResult, FlowResult, RepResult, RunSummary};
+use crate::run::{BottleneckResult, FlowResult, LinkResult, RepResult, RunSummary};
 
 /// A run's result directory, read once.
 pub struct RunData {
@@ -131,7 +131,7 @@ impl RunData {
             )));
         }
         let selected: Option<Vec<usize>> = flow.map(|_| flows.iter().map(|f| f.index).collect());
-        if matches!(metric, "delivery_first" | "queue_delay_first_ms") {
+        if super::jobs::needs_packet_log(metric) {
             let rep_dir = self.dir.join(format!("rep-{}", r.rep.max(1)));
             return first_flows_value(metric, r, &rep_dir, selected.as_deref(), link);
         }
@@ -223,6 +223,58 @@ fn alphas<'a>(flows: &'a [&'a FlowResult]) -> impl Iterator<Item = f64> + 'a {
         .filter(|x| x.is_finite())
 }
 
+/// Link `name` of repetition `r`, or what is wrong with the name.
+fn named_link<'a>(
+    r: &'a RepResult,
+    name: &str,
+) -> Result<(&'a String, &'a LinkResult), MetricError> {
+    r.links.get_key_value(name).ok_or_else(|| {
+        MetricError(if r.links.is_empty() {
+            format!("link={name}: this run has one link, not named")
+        } else {
+            format!(
+                "link={name}: no such link; links: {}",
+                r.links.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        })
+    })
+}
+
+/// The named links of repetition `r` that a link metric covers: the one
+/// `link` names, else every link, or with a flow selector (`selected`:
+/// the chosen flows' indices) the links that only those flows cross. None
+/// for a run of one unnamed link; an error when the selector leaves none.
+fn chosen_links<'a>(
+    metric: &str,
+    r: &'a RepResult,
+    selected: Option<&[usize]>,
+    link: Option<&str>,
+) -> Result<Vec<(&'a String, &'a LinkResult)>, MetricError> {
+    if let Some(name) = link {
+        return Ok(vec![named_link(r, name)?]);
+    }
+    let mine =
+        |fl: &[usize]| selected.is_none_or(|s| !fl.is_empty() && fl.iter().all(|i| s.contains(i)));
+    let v: Vec<_> = r.links.iter().filter(|(_, l)| mine(&l.flows)).collect();
+    if v.is_empty() && !r.links.is_empty() {
+        return Err(MetricError(format!(
+            "{metric}: no link is crossed only by the selected flows ({}); links: {}",
+            selected
+                .unwrap_or_default()
+                .iter()
+                .map(|i| format!("#{i}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.links
+                .iter()
+                .map(|(n, l)| format!("{n} (flows {:?})", l.flows))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(v)
+}
+
 /// A link metric of repetition `r` (but `queue_pkts`, from the samples);
 /// `None` for a metric that is not one. With several links (`links` in
 /// the repetition) the link metrics cover all of them, or with a flow
@@ -240,16 +292,7 @@ fn link_value(
     // One named link: its own figures.
     let named = match link {
         None => None,
-        Some(name) => Some(r.links.get(name).ok_or_else(|| {
-            MetricError(if r.links.is_empty() {
-                format!("link={name}: this run has one link, not named")
-            } else {
-                format!(
-                    "link={name}: no such link; links: {}",
-                    r.links.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })
-        })?),
+        Some(name) => Some(named_link(r, name)?.1),
     };
     match (metric, named) {
         ("queue_pkts", Some(_)) => {
@@ -271,37 +314,13 @@ fn link_value(
     }
     // Each link with the flows that cross it (none known for a single
     // bottleneck: then every flow).
-    let links: Vec<(&BottleneckResult, &[usize])> = if let Some(l) = named {
-        vec![(&l.link, l.flows.as_slice())]
-    } else if r.links.is_empty() {
+    let links: Vec<(&BottleneckResult, &[usize])> = if r.links.is_empty() && link.is_none() {
         vec![(&r.bottleneck, &[][..])]
     } else {
-        let mine = |fl: &[usize]| {
-            selected.is_none_or(|s| !fl.is_empty() && fl.iter().all(|i| s.contains(i)))
-        };
-        let v: Vec<(&BottleneckResult, &[usize])> = r
-            .links
-            .values()
-            .filter(|l| mine(&l.flows))
-            .map(|l| (&l.link, l.flows.as_slice()))
-            .collect();
-        if v.is_empty() {
-            return Err(MetricError(format!(
-                "{metric}: no link is crossed only by the selected flows ({}); links: {}",
-                selected
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|i| format!("#{i}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                r.links
-                    .iter()
-                    .map(|(n, l)| format!("{n} (flows {:?})", l.flows))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        v
+        chosen_links(metric, r, selected, link)?
+            .into_iter()
+            .map(|(_, l)| (&l.link, l.flows.as_slice()))
+            .collect()
     };
     let loss_of = |b: &BottleneckResult| opt(b.loss_rate);
     // Offered bytes of a link: what crossed plus what was dropped.
@@ -382,44 +401,33 @@ fn first_flows_value(
     selected: Option<&[usize]>,
     link: Option<&str>,
 ) -> Result<f64, MetricError> {
-    let links: Vec<_> = match link {
-        Some(name) => vec![r.links.get_key_value(name).ok_or_else(|| {
-            MetricError(format!(
-                "link={name}: no such link; links: {}",
-                r.links.keys().cloned().collect::<Vec<_>>().join(", ")
-            ))
-        })?],
-        None => r
-            .links
-            .iter()
-            .filter(|(_, l)| {
-                selected
-                    .is_none_or(|s| !l.flows.is_empty() && l.flows.iter().all(|i| s.contains(i)))
-            })
-            .collect(),
-    };
+    let links = chosen_links(metric, r, selected, link)?;
     if links.is_empty() {
         return Err(MetricError(format!(
-            "{metric}: needs a run with named links (`[[links]]`), each link's first flow counted; {}",
-            if r.links.is_empty() {
-                "this run has one link".to_string()
-            } else {
-                "no link is crossed only by the selected flows".to_string()
-            }
+            "{metric}: needs a run with named links (`[[links]]`), each link's first flow counted; this run has one link"
         )));
     }
+    // Each link's log is where the run wrote it (`bottleneck::link_dir`).
+    let topo =
+        crate::scenario::Scenario::load(&rep_dir.parent().unwrap_or(rep_dir).join("scenario.toml"))
+            .map_err(|e| MetricError(format!("{metric}: the run's scenario: {e}")))?
+            .topology();
     let (mut departed, mut dropped, mut sojourn_ns) = (0u64, 0u64, 0u128);
     for (name, l) in links {
         let Some(&first) = l.flows.iter().min() else {
             continue;
         };
         let dir_code = if l.link.direction == "up" { 0 } else { 1 };
-        let own = rep_dir.join("links").join(name).join("bottleneck.bin");
-        let path = if own.exists() {
-            own
-        } else {
-            rep_dir.join("bottleneck.bin")
-        };
+        let i = topo
+            .links
+            .iter()
+            .position(|t| &t.name == name)
+            .ok_or_else(|| {
+                MetricError(format!(
+                    "{metric}: link {name} is not in the run's scenario"
+                ))
+            })?;
+        let path = crate::bottleneck::link_dir(rep_dir, &topo, i).join("bottleneck.bin");
         let log = crate::bottleneck::Reader::open(&path).map_err(|e| {
             MetricError(format!(
                 "{metric} reads each link's per-packet log (the run must keep it): {e}"
@@ -723,6 +731,12 @@ mod tests {
             }]
         });
         std::fs::write(dir.path().join("summary.json"), summary.to_string()).unwrap();
+        // The run's scenario: where each link's log is.
+        std::fs::write(
+            dir.path().join("scenario.toml"),
+            "name = \"t\"\n[link]\nrate = \"1mbit\"\n[[links]]\nname = \"p1\"\n[[links]]\nname = \"p2\"\n[[flows]]\ncc = \"vegas\"\ncount = 5\n",
+        )
+        .unwrap();
         let d = RunData::load(dir.path()).unwrap();
         // Without the logs the metric says what it needs.
         let e = d.values("delivery_first", None).unwrap_err().to_string();

@@ -47,8 +47,8 @@ use crate::scenario::Scenario;
 pub use collect::{collect_rep, EndedFlow};
 pub use result_dir::{metadata, now_rfc3339, partial_dir};
 pub use results::{
-    BottleneckResult, FctClass, FlowResult, FlowSummary, LinkSummary, Recovery, RepResult, RttMs,
-    RunSummary, SummaryError, SUMMARY_SCHEMA,
+    BottleneckResult, FctClass, FlowResult, FlowSummary, LinkResult, LinkSummary, Recovery,
+    RepResult, RttMs, RunSummary, SummaryError, SUMMARY_SCHEMA,
 };
 pub use summary::{mean_ci, summarize};
 

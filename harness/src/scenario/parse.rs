@@ -674,10 +674,14 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
             "the pause between requests needs requests = 2 or more",
         ));
     }
-    if think_ns > 60_000_000_000 {
+    if think_ns > quic_app::MAX_THINK.as_nanos() as u64 {
         return Err(e.err(
             "think",
-            "at most 60s (quiche closes an idle connection after its idle timeout)",
+            format!(
+                "at most {}s (the connection is idle meanwhile, and closes after {} s idle)",
+                quic_app::MAX_THINK.as_secs(),
+                quic_app::IDLE_TIMEOUT.as_secs()
+            ),
         ));
     }
     let rate_bps = e.rate(|s| format!("`{s}` is not a rate between 1kbit and 100gbit, such as 2mbit or 500kbit (the rate at which the sending application writes)"))?;

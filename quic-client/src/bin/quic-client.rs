@@ -143,6 +143,12 @@ fn config(args: &Args) -> Result<ClientConfig, String> {
             std::time::Duration::ZERO
         } else if args.requests < 2 {
             return Err("--think: the pause between requests needs --requests 2 or more".into());
+        } else if args.think > quic_app::MAX_THINK.as_secs_f64() {
+            return Err(format!(
+                "--think: at most {} seconds (the connection is idle meanwhile, and closes after {} s idle)",
+                quic_app::MAX_THINK.as_secs(),
+                quic_app::IDLE_TIMEOUT.as_secs()
+            ));
         } else {
             seconds("think", args.think)?
         },
