@@ -188,10 +188,11 @@ bbr-compare: bootstrap
 
 # docs/slow-start.md: every slow start of NewReno (and Westwood+, quiche's
 # Reno and CUBIC) on simulated drop-tail links of 1 to 4 BDP: when, why and
-# with what window it ended, its overshoot (JSON=1 for the rows as JSON).
+# with what window it ended, its overshoot: studies/slow-start.toml (sim,
+# 40 runs, about 30 s).
 slow-start: bootstrap
 	$(CARGO) build --release -q -p harness --bin cclab
-	./scripts/slow-start.py
+	target/release/cclab study studies/slow-start.toml --publish $(STUDY_ARGS)
 
 # docs/links.md: the policer and aggregation elements, NewReno, CUBIC,
 # Vegas, BBR2 and bbr3 on the plain link and on scenarios/changes/

@@ -56,12 +56,32 @@ a = "rate=2"
 b = "rate=8"
 within = [0.5, "5%"]
 
+[[goal]]
+id = "half"
+statement = "at 2 Mbit/s, at most half the goodput of 8 Mbit/s"
+metric = "goodput_mbps"
+a = "rate=2"
+b = "rate=8"
+at_most = "50%"
+
+[[goal]]
+id = "fixed"
+statement = "NewReno's utilization at most 50% (false)"
+metric = "utilization"
+a = "cc=newreno"
+at_most = 50
+
 [[table]]
 id = "goodput"
 title = "Goodput"
 rows = ["cc"]
 by = "rate"
 metrics = ["goodput_mbps", "utilization"]
+
+[[table]]
+id = "slow-start"
+rows = ["cc", "rate"]
+metrics = ["ss_exit_ms", "ss_reason", "ss_lost"]
 "#;
 
 fn opts(out: &std::path::Path) -> StudyOptions {
@@ -119,6 +139,33 @@ fn a_study_runs_judges_reuses_and_publishes() {
     // The tolerance is the larger of 0.5 and 5% of b.
     assert!((p.tolerance.unwrap() - (0.05 * p.b.unwrap().mean).max(0.5)).abs() < 1e-9);
 
+    // One-sided: a percentage of b, and a fixed bound without b.
+    let half = &r.goals[2];
+    assert_eq!((half.measured, half.met), (2, 2), "{half:?}");
+    let p = &half.places[0];
+    assert!((p.bound.unwrap() - 0.5 * p.b.unwrap().mean).abs() < 1e-9);
+    assert!(p.tolerance.is_none() && !half.two_sided);
+    let fixed = &r.goals[3];
+    assert_eq!(
+        (fixed.measured, fixed.met, fixed.missed_beyond_noise),
+        (2, 0, 2),
+        "{fixed:?}"
+    );
+    assert_eq!(fixed.places[0].bound, Some(50.0));
+    assert!(fixed.places[0].b.is_none() && fixed.b.is_none());
+
+    // The first slow start, read from the senders' qlog (the study ran
+    // them at level base for it): NewReno at 8 Mbit/s leaves it on a loss.
+    let ss = &r.tables[1];
+    let row = ss
+        .rows
+        .iter()
+        .find(|(k, _)| k == &["newreno", "8"])
+        .expect("a newreno row at 8");
+    let exit = row.1[0].unwrap().mean;
+    assert!(exit > 20.0 && exit < 3000.0, "{exit}");
+    assert_eq!(row.1[1].unwrap().mean, 1.0, "loss");
+
     let t = &r.tables[0];
     assert_eq!(t.columns.len(), 4);
     assert_eq!(t.rows.len(), 2);
@@ -129,6 +176,15 @@ fn a_study_runs_judges_reuses_and_publishes() {
 
     let md = std::fs::read_to_string(out.join("toy/STUDY.md")).unwrap();
     assert!(md.contains("| cc | goodput_mbps (Mbit/s) 2 |"), "{md}");
+    assert!(
+        md.contains("| newreno | 8 | ") && md.contains(" | loss | "),
+        "{md}"
+    );
+    assert!(
+        md.contains("`rate=2` against `rate=8`, at most 50% of b"),
+        "{md}"
+    );
+    assert!(md.contains("`cc=newreno`, at most 50 points"), "{md}");
     assert!(
         md.contains("met at 0 of 2; 2 of the 2 missed beyond noise"),
         "{md}"

@@ -97,7 +97,13 @@ pub(crate) const QLOG_METRICS: &[&str] = &[
 
 /// Whether metric `m` reads the senders' qlog.
 pub(crate) fn needs_qlog(m: &str) -> bool {
-    QLOG_METRICS.contains(&m) || m.starts_with("last:")
+    QLOG_METRICS.contains(&m) || m.starts_with("last:") || needs_states(m)
+}
+
+/// Whether metric `m` reads the senders' congestion states (the first
+/// slow start's `ss_*`), logged from qlog level `base`.
+pub(crate) fn needs_states(m: &str) -> bool {
+    m.starts_with("ss_")
 }
 
 /// Whether a claim, figure or quoted figure at point `p` of experiment

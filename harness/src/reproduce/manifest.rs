@@ -337,6 +337,14 @@ pub const METRICS: &[&str] = &[
     "rtt_min_ms",
     "recovery_s",
     "unrecovered",
+    "ss_exit_ms",
+    "ss_end_ms",
+    "ss_cwnd_kb",
+    "ss_lost",
+    "ss_peak_queue_ms",
+    "ss_reason",
+    "ss_fill_ms",
+    "ss_late_rtts",
 ];
 
 /// Whether `m` names a metric: one of [`METRICS`], or `last:NAME`, the

@@ -153,6 +153,26 @@ impl RunData {
         Ok(v)
     }
 
+    /// When flow `f`'s window first reached the link's BDP plus its buffer
+    /// in the data direction (s from the sender trace's start, from its
+    /// qlog), and the round trip then (the base RTT plus the full
+    /// buffer's delay, s). None without the sender's qlog or the run's
+    /// scenario, or if the window never got there.
+    fn fill(&self, f: &FlowResult) -> Option<(f64, f64)> {
+        use crate::link::{Dir, QueueLimit};
+        let sc = crate::scenario::Scenario::load(&self.dir.join("scenario.toml")).ok()?;
+        let bdp = sc.link.limit_bytes(Dir::Down, QueueLimit::Bdp(1.0), 1500) as f64;
+        let buffer = sc.link.queue_bytes(Dir::Down, 1500) as f64;
+        let rate = sc.link.dir(Dir::Down).rate_bps;
+        let rel = f.qlog.get("sender")?;
+        let path = self.dir.join(rel);
+        let mut an = qlog_analysis::analysis::Analyzer::new(1.0, true);
+        qlog_analysis::reader::read_file(&path, &mut an).ok()?;
+        let c = an.connections.first()?;
+        let t = c.series.cwnd.iter().find(|(_, w)| *w >= bdp + buffer)?.0;
+        (rate > 0.0).then(|| (t, sc.link.rtt_ns() as f64 / 1e9 + buffer * 8.0 / rate))
+    }
+
     /// A flow metric over `flows` of repetition `r`; `None` for a metric
     /// that is not one.
     fn flow_value(&self, metric: &str, r: &RepResult, flows: &[&FlowResult]) -> Option<f64> {
@@ -206,12 +226,57 @@ impl RunData {
                 }
             }
             "base_rtt_ms" => mean(&|f| opt(f.base_rtt_ms)),
+            // The first slow start (`slow_start` in the flow's record).
+            "ss_exit_ms" => mean(&|f| opt(ss(f).and_then(|s| s.exit_s)) * 1e3),
+            "ss_end_ms" => mean(&|f| opt(ss(f).and_then(|s| s.end_s)) * 1e3),
+            "ss_cwnd_kb" => mean(&|f| opt(ss(f).and_then(|s| s.exit_cwnd_bytes)) / 1e3),
+            "ss_lost" => mean(&|f| opt(ss(f).map(|s| s.lost_packets as f64))),
+            "ss_peak_queue_ms" => mean(&|f| opt(ss(f).and_then(|s| s.peak_queue_ms))),
+            "ss_reason" => mean(&|f| opt(ss(f).and_then(|s| reason_code(&s.exit_reason)))),
+            "ss_fill_ms" => mean(&|f| opt(self.fill(f).map(|(t, _)| t * 1e3))),
+            "ss_late_rtts" => mean(&|f| {
+                let end = ss(f).and_then(|s| s.end_s);
+                opt(end
+                    .zip(self.fill(f))
+                    .map(|(end, (fill, rtt))| (end - fill) / rtt))
+            }),
             m => {
                 let name = m.strip_prefix("last:")?;
                 mean(&|f| opt(f.metrics_last.get(name).copied()))
             }
         })
     }
+}
+
+/// A flow's first slow start, as its record gives it.
+fn ss(f: &FlowResult) -> Option<&qlog_analysis::slow_start::SlowStartSummary> {
+    f.slow_start.as_ref()
+}
+
+/// The exit reasons of [`qlog_analysis::slow_start`] as numbers, so that
+/// a table can carry them (and [`reason_label`] name them again): the
+/// codes the controllers log as `ss_exit_reason` (1 loss, 2 delay
+/// increase, 3 bandwidth plateau), then 4 threshold, 5 other, 0 none.
+pub const SS_REASONS: &[(&str, f64)] = &[
+    ("none", 0.0),
+    ("loss", 1.0),
+    ("delay_increase", 2.0),
+    ("bandwidth_plateau", 3.0),
+    ("threshold", 4.0),
+    ("other", 5.0),
+];
+
+fn reason_code(r: &str) -> Option<f64> {
+    SS_REASONS.iter().find(|(n, _)| *n == r).map(|x| x.1)
+}
+
+/// The name of an `ss_reason` value: a code, or `mixed` for a mean of
+/// several (repetitions that ended for different reasons).
+pub fn reason_label(v: f64) -> &'static str {
+    SS_REASONS
+        .iter()
+        .find(|(_, c)| *c == v)
+        .map_or("mixed", |x| x.0)
 }
 
 /// The selected SMCC flows' alpha at the end of the run (their qlog's

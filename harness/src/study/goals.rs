@@ -73,6 +73,124 @@ impl Tolerance {
     }
 }
 
+/// A one-sided goal's bound as written: `"P%"` (of b) or a number (b
+/// plus it; without b, the number itself).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Bound {
+    /// A number in the metric's unit.
+    Num(f64),
+    /// `"P%"`, or a number as text.
+    Text(String),
+}
+
+/// How a goal compares its sides.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rule {
+    /// `|a - b| <= max(abs, rel * |b|)`.
+    Within {
+        /// In the metric's unit.
+        abs: f64,
+        /// A fraction of `|b|`.
+        rel: f64,
+    },
+    /// `a <= bound` (`at_most`) or `a >= bound` (`at_least`), the bound
+    /// being `rel * b` (`"P%"`), `b + abs` (a number, with b), or `abs`
+    /// (without b).
+    OneSided {
+        /// `at_most` (true) or `at_least`.
+        most: bool,
+        /// The bound is a fraction of b.
+        rel: Option<f64>,
+        /// Added to b, or the bound itself without b.
+        abs: f64,
+    },
+}
+
+impl Rule {
+    /// Of a goal's fields: exactly one of `within`, `at_most` and
+    /// `at_least`; `within` and a percentage need `b`.
+    pub fn of(
+        within: Option<&Tolerance>,
+        at_most: Option<&Bound>,
+        at_least: Option<&Bound>,
+        has_b: bool,
+    ) -> Result<Rule, String> {
+        match (within, at_most, at_least) {
+            (Some(t), None, None) => {
+                if !has_b {
+                    return Err("`within` compares a with b: b is missing".into());
+                }
+                let (abs, rel) = t.parse().map_err(|e| format!("within: {e}"))?;
+                Ok(Rule::Within { abs, rel })
+            }
+            (None, Some(x), None) | (None, None, Some(x)) => {
+                let most = at_most.is_some();
+                let field = if most { "at_most" } else { "at_least" };
+                let (rel, abs) = match x {
+                    Bound::Num(n) => (None, *n),
+                    Bound::Text(t) => match t.trim().strip_suffix('%') {
+                        Some(p) => (
+                            Some(
+                                p.trim().parse::<f64>().map_err(|_| {
+                                    format!("{field}: `{t}` is not a percentage such as 20%")
+                                })? / 100.0,
+                            ),
+                            0.0,
+                        ),
+                        None => (
+                            None,
+                            t.trim().parse::<f64>().map_err(|_| {
+                                format!(
+                                    "{field}: `{t}` is not a number or a percentage such as 20%"
+                                )
+                            })?,
+                        ),
+                    },
+                };
+                if !abs.is_finite() || rel.is_some_and(|r| !(r.is_finite() && r >= 0.0)) {
+                    return Err(format!(
+                        "{field}: the bound must be finite (and a percentage not negative)"
+                    ));
+                }
+                if rel.is_some() && !has_b {
+                    return Err(format!(
+                        "{field}: a percentage is of b, and b is missing (without b the bound is a number in the metric's unit)"
+                    ));
+                }
+                Ok(Rule::OneSided { most, rel, abs })
+            }
+            (None, None, None) => Err("one of `within`, `at_most` or `at_least` is needed".into()),
+            _ => Err("only one of `within`, `at_most` and `at_least` may be given".into()),
+        }
+    }
+
+    /// As written for people: `within 3`, `at most 20% of b`, `at most
+    /// b + 2`, `at least 1`.
+    pub fn text(&self, has_b: bool) -> String {
+        match *self {
+            Rule::Within { abs, rel } if abs > 0.0 && rel > 0.0 => {
+                format!("within {} or {}%", plain(abs), plain(rel * 100.0))
+            }
+            Rule::Within { rel, .. } if rel > 0.0 => format!("within {}%", plain(rel * 100.0)),
+            Rule::Within { abs, .. } => format!("within {}", plain(abs)),
+            Rule::OneSided { most, rel, abs } => {
+                let w = if most { "at most" } else { "at least" };
+                match rel {
+                    Some(r) => format!("{w} {}% of b", plain(r * 100.0)),
+                    None if has_b && abs == 0.0 => format!("{w} b"),
+                    None if has_b => format!(
+                        "{w} b {} {}",
+                        if abs < 0.0 { "-" } else { "+" },
+                        plain(abs.abs())
+                    ),
+                    None => format!("{w} {}", plain(abs)),
+                }
+            }
+        }
+    }
+}
+
 /// A number as written: no trailing zeros (`2`, `0.2`, `20`).
 fn plain(v: f64) -> String {
     let s = format!("{v:.6}");
@@ -88,8 +206,11 @@ pub struct Place {
     pub a: Option<Stat>,
     /// Side b.
     pub b: Option<Stat>,
-    /// The tolerance here, in the metric's unit.
+    /// The tolerance here, in the metric's unit (`within`).
     pub tolerance: Option<f64>,
+    /// The bound here, in the metric's unit (`at_most`, `at_least`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<f64>,
     /// Within the tolerance on the means.
     pub holds: Option<bool>,
     /// The outcome survives the repetitions' noise.
@@ -110,10 +231,12 @@ pub struct GoalResult {
     pub metric: String,
     /// Side a's selector.
     pub a: String,
-    /// Side b's selector.
-    pub b: String,
-    /// The tolerance as written.
-    pub within: String,
+    /// Side b's selector (none: a one-sided goal's fixed bound).
+    pub b: Option<String>,
+    /// The rule as written (`within 3`, `at most 20% of b`).
+    pub rule: String,
+    /// A two-sided goal (a difference and a tolerance per place).
+    pub two_sided: bool,
     /// Every place.
     pub places: Vec<Place>,
     /// Places where it holds.
@@ -135,7 +258,14 @@ impl GoalResult {
             s += &format!(" ({} not measured)", self.places.len() - self.measured);
         }
         let missed = self.measured - self.met;
-        if missed > 0 {
+        // Places of one run a side (deterministic simulations) have no
+        // noise to speak of.
+        let one_run = self.places.iter().all(|p| {
+            p.holds.is_none() || (p.a.is_some_and(|a| a.n == 1) && p.b.is_none_or(|b| b.n == 1))
+        });
+        if one_run {
+            s += ", one run each";
+        } else if missed > 0 {
             s += &format!(
                 "; {} of the {missed} missed beyond noise",
                 self.missed_beyond_noise
@@ -164,6 +294,29 @@ pub fn judge(a: Stat, b: Stat, abs: f64, rel: f64) -> (f64, bool, bool) {
     (tol, holds, significant)
 }
 
+/// Judges a one-sided rule: `a` against the bound made of `b` (`rel *
+/// b`, or `b + abs`) or, without `b`, `abs`. The outcome is significant
+/// when it survives moving a by its 95% half-width and the bound by b's
+/// (scaled as the bound scales b); one repetition is never significant.
+pub fn judge_one(
+    a: Stat,
+    b: Option<Stat>,
+    most: bool,
+    rel: Option<f64>,
+    abs: f64,
+) -> (f64, bool, bool) {
+    let bound = match (b, rel) {
+        (Some(b), Some(r)) => r * b.mean,
+        (Some(b), None) => b.mean + abs,
+        (None, _) => abs,
+    };
+    let slack = if most { bound - a.mean } else { a.mean - bound };
+    let holds = slack >= 0.0;
+    let noise = a.ci95 + b.map_or(0.0, |b| rel.unwrap_or(1.0) * b.ci95);
+    let significant = a.n > 1 && b.is_none_or(|b| b.n > 1) && slack.abs() > noise;
+    (bound, holds, significant)
+}
+
 /// Evaluates goal `g` on the runs.
 pub(super) fn evaluate(
     s: &Study,
@@ -174,20 +327,27 @@ pub(super) fn evaluate(
     quick: bool,
 ) -> GoalResult {
     let scope = s.scope(g.experiment.as_deref());
-    let (abs, rel) = g.within.parse().unwrap_or((0.0, 0.0));
+    let rule = g.rule().unwrap_or(Rule::Within { abs: 0.0, rel: 0.0 });
     let a = Selector::parse(&g.a).ok();
-    let b = Selector::parse(&g.b).ok();
+    // Without b (a one-sided goal's fixed bound) side b is no selector.
+    let b = match g.b.as_deref() {
+        Some(b) => Selector::parse(b).ok().map(Some),
+        None => Some(None),
+    };
     let wh = g.where_.as_deref().and_then(|w| Selector::parse(w).ok());
     let mut places = Vec::new();
     // Each experiment of the scope with the axes and labels the goal names.
     let fits =
         |e: &Experiment, sel: &str| crate::reproduce::validate::check_selector(e, sel).is_ok();
     let Some((a, b)) = a.zip(b) else {
-        return result(g, places);
+        return result(g, rule, places);
     };
     for &ei in &scope {
         let e = &exps[ei];
-        if !fits(e, &g.a) || !fits(e, &g.b) || g.where_.as_deref().is_some_and(|w| !fits(e, w)) {
+        if !fits(e, &g.a)
+            || g.b.as_deref().is_some_and(|b| !fits(e, b))
+            || g.where_.as_deref().is_some_and(|w| !fits(e, w))
+        {
             continue;
         }
         // Every point side a selects, in the plan's order (the plan's
@@ -196,17 +356,18 @@ pub(super) fn evaluate(
             if !p.matches(&a) || wh.as_ref().is_some_and(|w| !p.matches(w)) {
                 continue;
             }
-            let other: Vec<(String, String)> = p
-                .coords
-                .iter()
-                .map(|(k, l)| match b.axes.iter().find(|(bk, _)| bk == k) {
-                    Some((_, bl)) => (k.clone(), bl.clone()),
-                    None => (k.clone(), l.clone()),
-                })
-                .collect();
+            let other: Option<Vec<(String, String)>> = b.as_ref().map(|b| {
+                p.coords
+                    .iter()
+                    .map(|(k, l)| match b.axes.iter().find(|(bk, _)| bk == k) {
+                        Some((_, bl)) => (k.clone(), bl.clone()),
+                        None => (k.clone(), l.clone()),
+                    })
+                    .collect()
+            });
             let planned =
                 |c: &[(String, String)]| jobs.iter().any(|j| j.exp == ei && j.point.coords == c);
-            if !planned(&p.coords) || !planned(&other) {
+            if !planned(&p.coords) || other.as_deref().is_some_and(|o| !planned(o)) {
                 continue;
             }
             let mut at: Vec<String> = p
@@ -228,52 +389,67 @@ pub(super) fn evaluate(
                 a.flow.as_deref(),
                 a.link.as_deref(),
             );
-            let sb = measure(
-                jobs,
-                data,
-                ei,
-                &other,
-                &g.metric,
-                b.flow.as_deref(),
-                b.link.as_deref(),
-            );
-            let place = match (&sa, &sb) {
-                (Ok(x), Ok(y)) => {
-                    let (tol, holds, significant) = judge(*x, *y, abs, rel);
-                    Place {
-                        at,
-                        a: Some(*x),
-                        b: Some(*y),
-                        tolerance: Some(tol),
-                        holds: Some(holds),
-                        significant,
-                        problem: None,
+            let sb = match (&b, &other) {
+                (Some(b), Some(o)) => Some(measure(
+                    jobs,
+                    data,
+                    ei,
+                    o,
+                    &g.metric,
+                    b.flow.as_deref(),
+                    b.link.as_deref(),
+                )),
+                _ => None,
+            };
+            let mut place = Place {
+                at,
+                a: sa.as_ref().ok().copied(),
+                b: sb.as_ref().and_then(|r| r.as_ref().ok().copied()),
+                tolerance: None,
+                bound: None,
+                holds: None,
+                significant: false,
+                problem: None,
+            };
+            match (&sa, &sb) {
+                (Ok(x), None | Some(Ok(_))) => {
+                    let y = place.b;
+                    match rule {
+                        Rule::Within { abs, rel } => {
+                            if let Some(y) = y {
+                                let (tol, holds, sig) = judge(*x, y, abs, rel);
+                                place.tolerance = Some(tol);
+                                place.holds = Some(holds);
+                                place.significant = sig;
+                            }
+                        }
+                        Rule::OneSided { most, rel, abs } => {
+                            let (bound, holds, sig) = judge_one(*x, y, most, rel, abs);
+                            place.bound = Some(bound);
+                            place.holds = Some(holds);
+                            place.significant = sig;
+                        }
                     }
                 }
-                _ => Place {
-                    at,
-                    a: sa.as_ref().ok().copied(),
-                    b: sb.as_ref().ok().copied(),
-                    tolerance: None,
-                    holds: None,
-                    significant: false,
-                    problem: Some(
-                        [("a", &sa), ("b", &sb)]
-                            .iter()
-                            .filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}: {e}")))
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                    ),
-                },
-            };
+                _ => {
+                    let mut why = Vec::new();
+                    if let Err(e) = &sa {
+                        why.push(format!("a: {e}"));
+                    }
+                    if let Some(Err(e)) = &sb {
+                        why.push(format!("b: {e}"));
+                    }
+                    place.problem = Some(why.join("; "));
+                }
+            }
             places.push(place);
         }
     }
-    result(g, places)
+    result(g, rule, places)
 }
 
 /// The verdict's counts over `places`.
-fn result(g: &Goal, places: Vec<Place>) -> GoalResult {
+fn result(g: &Goal, rule: Rule, places: Vec<Place>) -> GoalResult {
     let measured = places.iter().filter(|p| p.holds.is_some()).count();
     let met = places.iter().filter(|p| p.holds == Some(true)).count();
     let missed_beyond_noise = places
@@ -286,7 +462,8 @@ fn result(g: &Goal, places: Vec<Place>) -> GoalResult {
         metric: g.metric.clone(),
         a: g.a.clone(),
         b: g.b.clone(),
-        within: g.within.text(),
+        rule: rule.text(g.b.is_some()),
+        two_sided: matches!(rule, Rule::Within { .. }),
         places,
         met,
         measured,
@@ -322,6 +499,72 @@ mod tests {
             .contains("twenty"));
         assert!(Tolerance::Abs(-1.0).parse().is_err());
         assert!(Tolerance::Any(vec![]).parse().is_err());
+    }
+
+    #[test]
+    fn one_sided_rules_are_read_and_refused_as_written() {
+        let n = |x: f64| Bound::Num(x);
+        let t = |x: &str| Bound::Text(x.into());
+        let r = Rule::of(None, Some(&t("20%")), None, true).unwrap();
+        assert_eq!(
+            r,
+            Rule::OneSided {
+                most: true,
+                rel: Some(0.2),
+                abs: 0.0
+            }
+        );
+        assert_eq!(r.text(true), "at most 20% of b");
+        let r = Rule::of(None, None, Some(&n(2.0)), true).unwrap();
+        assert_eq!(r.text(true), "at least b + 2");
+        assert_eq!(
+            Rule::of(None, Some(&n(1.0)), None, false)
+                .unwrap()
+                .text(false),
+            "at most 1"
+        );
+        // A percentage needs b; within needs b; exactly one rule.
+        assert!(Rule::of(None, Some(&t("20%")), None, false)
+            .unwrap_err()
+            .contains("b is missing"));
+        let w = Tolerance::Abs(3.0);
+        assert!(Rule::of(Some(&w), None, None, false)
+            .unwrap_err()
+            .contains("b is missing"));
+        assert!(Rule::of(Some(&w), Some(&n(1.0)), None, true)
+            .unwrap_err()
+            .contains("only one"));
+        assert!(Rule::of(None, None, None, true)
+            .unwrap_err()
+            .contains("one of"));
+        assert!(Rule::of(None, Some(&t("lots")), None, true)
+            .unwrap_err()
+            .contains("lots"));
+    }
+
+    #[test]
+    fn one_sided_judgement_and_its_noise() {
+        // 20% of 100 = 20: 15 holds, by 5 > 1 + 0.2 * 5 of noise.
+        assert_eq!(
+            judge_one(st(15.0, 1.0), Some(st(100.0, 5.0)), true, Some(0.2), 0.0),
+            (20.0, true, true)
+        );
+        // 19.5 holds by less than the noise.
+        let (_, holds, sig) = judge_one(st(19.5, 1.0), Some(st(100.0, 5.0)), true, Some(0.2), 0.0);
+        assert!(holds && !sig);
+        // b + 2, at least: 13 >= 12 holds; 10 does not, beyond noise.
+        assert!(judge_one(st(13.0, 0.1), Some(st(10.0, 0.1)), false, None, 2.0).1);
+        assert_eq!(
+            judge_one(st(10.0, 0.1), Some(st(10.0, 0.1)), false, None, 2.0),
+            (12.0, false, true)
+        );
+        // A fixed bound; one run is never significant.
+        let one = Stat {
+            mean: 1.05,
+            ci95: 0.0,
+            n: 1,
+        };
+        assert_eq!(judge_one(one, None, true, None, 1.0), (1.0, false, false));
     }
 
     #[test]

@@ -95,7 +95,7 @@ use crate::reproduce::metrics::RunData;
 use crate::reproduce::{Build, Options};
 use crate::scenario::Scenario;
 
-pub use goals::{GoalResult, Place, Tolerance};
+pub use goals::{Bound, GoalResult, Place, Rule, Tolerance};
 pub use page::{markdown, publish};
 
 /// A study file.
@@ -209,13 +209,32 @@ pub struct Goal {
     pub metric: String,
     /// One side.
     pub a: String,
-    /// The other side.
-    pub b: String,
-    /// The tolerance.
-    pub within: Tolerance,
+    /// The other side (optional for `at_most` / `at_least`: then the
+    /// bound is a number in the metric's unit).
+    pub b: Option<String>,
+    /// Two-sided: `|a - b|` at most this.
+    pub within: Option<Tolerance>,
+    /// One-sided: a at most `"P%"` of b, or b plus a number (without b:
+    /// the number).
+    pub at_most: Option<Bound>,
+    /// One-sided: a at least `"P%"` of b, or b plus a number (without b:
+    /// the number).
+    pub at_least: Option<Bound>,
     /// Only these points.
     #[serde(rename = "where")]
     pub where_: Option<String>,
+}
+
+impl Goal {
+    /// How the goal compares its sides, or what is wrong with its fields.
+    pub fn rule(&self) -> Result<Rule, String> {
+        Rule::of(
+            self.within.as_ref(),
+            self.at_most.as_ref(),
+            self.at_least.as_ref(),
+            self.b.is_some(),
+        )
+    }
 }
 
 /// A table of means.
@@ -489,9 +508,12 @@ impl Study {
             }
             // Judged in every experiment of its scope that has its axes
             // and labels; at least one must.
-            let fits = |exp: usize| -> Result<(Selector, Selector), String> {
+            let fits = |exp: usize| -> Result<(Selector, Option<Selector>), String> {
                 let a = check_sel(&format!("{what}: a"), exp, &g.a)?;
-                let b = check_sel(&format!("{what}: b"), exp, &g.b)?;
+                let b = match &g.b {
+                    Some(b) => Some(check_sel(&format!("{what}: b"), exp, b)?),
+                    None => None,
+                };
                 if let Some(w) = &g.where_ {
                     check_sel(&format!("{what}: where"), exp, w)?;
                 }
@@ -507,15 +529,16 @@ impl Study {
                 k.sort();
                 k
             };
-            if keys(&a) != keys(&b) || a.axes.is_empty() {
-                return Err(format!(
-                    "{what}: a (`{}`) and b (`{}`) must name the same axes, with other labels",
-                    g.a, g.b
-                ));
+            if let Some(b) = &b {
+                if keys(&a) != keys(b) || a.axes.is_empty() {
+                    return Err(format!(
+                        "{what}: a (`{}`) and b (`{}`) must name the same axes, with other labels",
+                        g.a,
+                        g.b.as_deref().unwrap_or_default()
+                    ));
+                }
             }
-            g.within
-                .parse()
-                .map_err(|e| format!("{what}: within: {e}"))?;
+            g.rule().map_err(|e| format!("{what}: {e}"))?;
         }
         let mut tids = std::collections::BTreeSet::new();
         for t in &self.tables {
@@ -772,12 +795,17 @@ impl Study {
                 .collect();
             let mut k = 0;
             self.goals.retain(|g| {
-                let ok = scope[k].iter().any(|&i| fits(i, &g.a) && fits(i, &g.b));
+                let ok = scope[k]
+                    .iter()
+                    .any(|&i| fits(i, &g.a) && g.b.as_deref().is_none_or(|b| fits(i, b)));
                 k += 1;
                 if !ok {
                     notes.push(format!(
-                        "goal {} left out: the command line took away `{}` or `{}`",
-                        g.id, g.a, g.b
+                        "goal {} left out: the command line took away `{}`{}",
+                        g.id,
+                        g.a,
+                        g.b.as_deref()
+                            .map_or(String::new(), |b| format!(" or `{b}`"))
                     ));
                 }
                 ok
@@ -1064,6 +1092,12 @@ const PACKET_METRICS: &[&str] = &["data_packet_bytes", "small_share", "acks_per_
 fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::QlogLevel {
     use quic_app::QlogLevel;
     let (metrics, qlog) = metrics_read(s, ei);
+    if metrics.iter().any(|m| jobs::needs_states(m)) {
+        return match level {
+            QlogLevel::Off | QlogLevel::Metrics | QlogLevel::Core => QlogLevel::Base,
+            l => l,
+        };
+    }
     if metrics.iter().any(|m| PACKET_METRICS.contains(m)) {
         return match level {
             QlogLevel::Off | QlogLevel::Metrics => QlogLevel::Core,

@@ -16,7 +16,9 @@ pub fn unit(metric: &str) -> &'static str {
         m if m.ends_with("_ms") => "ms",
         "goodput_mbps" | "eq7_mbps" => "Mbit/s",
         "data_mb" => "MB",
-        "cwnd_kb" => "KB",
+        "cwnd_kb" | "ss_cwnd_kb" => "KB",
+        "ss_lost" => "packets",
+        "ss_late_rtts" => "RTTs",
         "queue_pkts" => "packets",
         "completion_s" | "recovery_s" => "s",
         "data_packet_bytes" => "B",
@@ -52,6 +54,23 @@ fn header(metric: &str, by: &str) -> String {
 
 fn cell(s: &Option<Stat>) -> String {
     s.as_ref().map_or_else(|| "–".to_string(), fmt_stat)
+}
+
+/// A table's cell for metric column `m`: `ss_reason` by its name (or
+/// `mixed` when the repetitions ended for different reasons), the rest
+/// as numbers.
+fn table_cell(m: &str, s: &Option<Stat>) -> String {
+    let name = super::metric_column(m).map_or(m, |(n, _)| n);
+    match s {
+        Some(s) if name == "ss_reason" => {
+            if s.ci95 > 0.0 {
+                "mixed".into()
+            } else {
+                crate::reproduce::metrics::reason_label(s.mean).into()
+            }
+        }
+        _ => cell(s),
+    }
 }
 
 /// Who made the runs: each backend's build.
@@ -113,60 +132,114 @@ fn md_table(t: &TableResult, out: &mut String) {
     );
     for (labels, cells) in &t.rows {
         let mut row = labels.clone();
-        row.extend(cells.iter().map(cell));
+        row.extend(
+            cells
+                .iter()
+                .zip(&t.columns)
+                .map(|(c, (m, _))| table_cell(m, c)),
+        );
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     out.push('\n');
 }
 
 fn place_verdict(p: &super::Place) -> String {
+    // One run a side (a deterministic simulation) has no noise to be
+    // within: the verdict says so instead.
+    let one = p.a.is_some_and(|a| a.n == 1) && p.b.is_none_or(|b| b.n == 1);
     match (p.holds, p.significant) {
         (Some(true), true) => "met".into(),
+        (Some(true), false) if one => "met (one run)".into(),
         (Some(true), false) => "met (within noise)".into(),
         (Some(false), true) => "missed".into(),
+        (Some(false), false) if one => "missed (one run)".into(),
         (Some(false), false) => "missed (within noise)".into(),
         (None, _) => format!("not measured: {}", p.problem.as_deref().unwrap_or("")),
     }
 }
 
-fn md_goal(g: &GoalResult, out: &mut String) {
+/// The goal's sides and rule in words: `` `a` against `b`, within 3
+/// points`` or `` `a`, at most 1 ms``.
+fn goal_rule(g: &GoalResult, code: fn(&str) -> String) -> String {
     let u = unit(&g.metric);
+    // A tolerance or bound on a percentage is in points; "20%" and
+    // "20% of b" say their own unit.
+    let unit = match u {
+        _ if g.rule.ends_with('%') || g.rule.ends_with("of b") => String::new(),
+        _ if g.rule.ends_with(" b") => String::new(),
+        "" => String::new(),
+        "%" => " points".to_string(),
+        u => format!(" {u}"),
+    };
+    match &g.b {
+        Some(b) => format!("{} against {}, {}{unit}", code(&g.a), code(b), g.rule),
+        None => format!("{}, {}{unit}", code(&g.a), g.rule),
+    }
+}
+
+/// A place's row: at, a, b, then the difference and tolerance (within)
+/// or the bound (one-sided), and the verdict.
+fn goal_row(g: &GoalResult, p: &super::Place) -> Vec<String> {
+    let mut row = vec![
+        if p.at.is_empty() {
+            "–".into()
+        } else {
+            p.at.clone()
+        },
+        cell(&p.a),
+    ];
+    if g.b.is_some() {
+        row.push(cell(&p.b));
+    }
+    if g.two_sided {
+        row.push(match (p.a, p.b) {
+            (Some(a), Some(b)) => sig3(a.mean - b.mean),
+            _ => "–".into(),
+        });
+        row.push(p.tolerance.map_or("–".into(), sig3));
+    } else {
+        row.push(p.bound.map_or("–".into(), sig3));
+    }
+    row.push(place_verdict(p));
+    row
+}
+
+fn goal_head(g: &GoalResult) -> Vec<&'static str> {
+    let mut h = vec!["at", "a"];
+    if g.b.is_some() {
+        h.push("b");
+    }
+    if g.two_sided {
+        h.extend(["difference", "tolerance"]);
+    } else {
+        h.push("bound");
+    }
+    h.push("verdict");
+    h
+}
+
+fn md_goal(g: &GoalResult, out: &mut String) {
     let _ = writeln!(
         out,
-        "**{}**: {} ({}, `{}` against `{}`, within {}{}): **{}**.\n",
+        "**{}**: {} ({}, {}): **{}**.\n",
         g.id,
         g.statement,
         g.metric,
-        g.a,
-        g.b,
-        g.within,
-        // A tolerance on a percentage is in points; "2 or 20%" says its
-        // own unit.
-        match u {
-            _ if g.within.ends_with('%') => String::new(),
-            "" => String::new(),
-            "%" => " points".to_string(),
-            u => format!(" {u}"),
-        },
+        goal_rule(g, |s| format!("`{s}`")),
         g.verdict()
     );
-    let _ = writeln!(out, "| at | a | b | difference | tolerance | verdict |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
+    let head = goal_head(g);
+    let _ = writeln!(out, "| {} |", head.join(" | "));
+    let _ = writeln!(
+        out,
+        "|---|{}",
+        head[1..]
+            .iter()
+            .map(|h| if *h == "verdict" { "---|" } else { "---:|" })
+            .collect::<String>()
+    );
     for p in &g.places {
-        let diff = match (p.a, p.b) {
-            (Some(a), Some(b)) => sig3(a.mean - b.mean),
-            _ => "–".into(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            if p.at.is_empty() { "–" } else { &p.at },
-            cell(&p.a),
-            cell(&p.b),
-            diff,
-            p.tolerance.map_or("–".into(), sig3),
-            place_verdict(p)
-        );
+        let _ = writeln!(out, "| {} |", goal_row(g, p).join(" | "));
     }
     out.push('\n');
 }
@@ -266,8 +339,8 @@ td.n{{text-align:right;font-variant-numeric:tabular-nums}}th{{background:#f4f4f4
             for l in labels {
                 let _ = write!(o, "<td>{}</td>", esc(l));
             }
-            for c in cells {
-                let _ = write!(o, "<td class=\"n\">{}</td>", esc(&cell(c)));
+            for (c, (m, _)) in cells.iter().zip(&t.columns) {
+                let _ = write!(o, "<td class=\"n\">{}</td>", esc(&table_cell(m, c)));
             }
             o.push_str("</tr>");
         }
@@ -283,39 +356,37 @@ td.n{{text-align:right;font-variant-numeric:tabular-nums}}th{{background:#f4f4f4
     for g in &r.goals {
         let _ = write!(
             o,
-            "<h3>{}</h3><p>{} (<code>{}</code>, <code>{}</code> against <code>{}</code>, within {}): <b>{}</b></p>",
+            "<h3>{}</h3><p>{} (<code>{}</code>, {}): <b>{}</b></p>",
             esc(&g.id),
             esc(&g.statement),
             esc(&g.metric),
-            esc(&g.a),
-            esc(&g.b),
-            esc(&g.within),
+            goal_rule(g, |s| format!("<code>{}</code>", esc(s))),
             esc(&g.verdict())
         );
-        o.push_str("<table><tr><th>at</th><th>a</th><th>b</th><th>difference</th><th>tolerance</th><th>verdict</th></tr>");
+        o.push_str("<table><tr>");
+        for h in goal_head(g) {
+            let _ = write!(o, "<th>{h}</th>");
+        }
+        o.push_str("</tr>");
         for p in &g.places {
-            let v = place_verdict(p);
-            let class = if v.starts_with("met") && p.significant {
-                "met"
-            } else if v.starts_with("missed") && p.significant {
-                "missed"
-            } else {
-                "noise"
+            let row = goal_row(g, p);
+            let class = match (p.holds, p.significant) {
+                (Some(true), true) => "met",
+                (Some(false), true) => "missed",
+                _ => "noise",
             };
-            let diff = match (p.a, p.b) {
-                (Some(a), Some(b)) => sig3(a.mean - b.mean),
-                _ => "–".into(),
-            };
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td></tr>",
-                esc(&p.at),
-                esc(&cell(&p.a)),
-                esc(&cell(&p.b)),
-                esc(&diff),
-                esc(&p.tolerance.map_or("–".into(), sig3)),
-                esc(&v)
-            );
+            o.push_str("<tr>");
+            for (i, c) in row.iter().enumerate() {
+                let cls = if i == 0 {
+                    String::new()
+                } else if i + 1 == row.len() {
+                    format!(" class=\"{class}\"")
+                } else {
+                    " class=\"n\"".into()
+                };
+                let _ = write!(o, "<td{cls}>{}</td>", esc(c));
+            }
+            o.push_str("</tr>");
         }
         o.push_str("</table>");
     }
