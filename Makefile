@@ -174,10 +174,11 @@ rtt-fairness-map: bootstrap
 	@echo "the map's table: the 'RTT fairness' section of results/rtt-map/report.md"
 
 # docs/bbr.md: bbr3 on each scenario of scenarios/bbr/, one figure per case
-# (docs/images/bbr-*.svg) and the table of their figures.
+# and the table of their figures: studies/bbr-cases.toml (sim, 15 runs,
+# about 25 s).
 bbr-cases: bootstrap
 	$(CARGO) build --release -q -p harness --bin cclab
-	./scripts/bbr-cases.py
+	target/release/cclab study studies/bbr-cases.toml --publish $(STUDY_ARGS)
 
 # docs/bbr.md: bbr3, BBR2 and CUBIC on the same simulated links:
 # studies/bbr-compare.toml (about 30 s; on netem with Linux's tcp_bbr:

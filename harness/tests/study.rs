@@ -81,7 +81,22 @@ metrics = ["goodput_mbps", "utilization"]
 [[table]]
 id = "slow-start"
 rows = ["cc", "rate"]
-metrics = ["ss_exit_ms", "ss_reason", "ss_lost"]
+metrics = ["ss_exit_ms", "ss_reason", "ss_lost", "entered:slow_start"]
+
+[[figure]]
+id = "states"
+title = "NewReno at 8"
+experiment = "main"
+kind = "states"
+series = { run = "cc=newreno,rate=8" }
+panels = [["link_rate", "pacing_rate"], ["cwnd", "bytes_in_flight"], ["latest_rtt"]]
+
+[[figure]]
+id = "every"
+title = "each"
+experiment = "*"
+kind = "states"
+panels = [["cwnd"]]
 "#;
 
 fn opts(out: &std::path::Path) -> StudyOptions {
@@ -165,6 +180,19 @@ fn a_study_runs_judges_reuses_and_publishes() {
     let exit = row.1[0].unwrap().mean;
     assert!(exit > 20.0 && exit < 3000.0, "{exit}");
     assert_eq!(row.1[1].unwrap().mean, 1.0, "loss");
+    assert!(row.1[3].unwrap().mean >= 1.0, "entered slow start");
+
+    // The states figures: the one run named, and one per experiment
+    // (its first point), with the states as bands and in the legend.
+    let names: Vec<&str> = r.figures.iter().map(|f| f.1.as_str()).collect();
+    assert_eq!(names, ["fig-states.svg", "fig-every-main.svg"], "{names:?}");
+    let svg = std::fs::read_to_string(out.join("toy/fig-states.svg")).unwrap();
+    assert!(
+        svg.contains("slow_start")
+            && svg.contains("congestion_avoidance")
+            && svg.contains("link_rate"),
+        "the states figure lacks its bands' legend or its lines"
+    );
 
     let t = &r.tables[0];
     assert_eq!(t.columns.len(), 4);

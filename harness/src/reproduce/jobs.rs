@@ -101,9 +101,9 @@ pub(crate) fn needs_qlog(m: &str) -> bool {
 }
 
 /// Whether metric `m` reads the senders' congestion states (the first
-/// slow start's `ss_*`), logged from qlog level `base`.
+/// slow start's `ss_*`, `entered:STATE`), logged from qlog level `base`.
 pub(crate) fn needs_states(m: &str) -> bool {
-    m.starts_with("ss_")
+    m.starts_with("ss_") || m.starts_with("entered:")
 }
 
 /// Whether a claim, figure or quoted figure at point `p` of experiment

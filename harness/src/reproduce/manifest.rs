@@ -347,11 +347,15 @@ pub const METRICS: &[&str] = &[
     "ss_late_rtts",
 ];
 
-/// Whether `m` names a metric: one of [`METRICS`], or `last:NAME`, the
+/// Whether `m` names a metric: one of [`METRICS`], `last:NAME`, the
 /// last value the senders' qlog gave their controller's metric NAME
-/// (`last:bbr_max_bw_bps`).
+/// (`last:bbr_max_bw_bps`), or `entered:STATE`, how many times the
+/// senders entered congestion state STATE (`entered:probe_rtt`).
 pub fn is_metric(m: &str) -> bool {
-    METRICS.contains(&m) || m.strip_prefix("last:").is_some_and(|n| !n.is_empty())
+    METRICS.contains(&m)
+        || ["last:", "entered:"]
+            .iter()
+            .any(|p| m.strip_prefix(p).is_some_and(|n| !n.is_empty()))
 }
 
 /// The signals a time-series figure may draw.

@@ -173,6 +173,16 @@ impl RunData {
         (rate > 0.0).then(|| (t, sc.link.rtt_ns() as f64 / 1e9 + buffer * 8.0 / rate))
     }
 
+    /// How many times flow `f`'s sender entered congestion state `state`
+    /// (its qlog's state changes); None without the sender's qlog.
+    fn entered(&self, f: &FlowResult, state: &str) -> Option<f64> {
+        let rel = f.qlog.get("sender")?;
+        let mut an = qlog_analysis::analysis::Analyzer::new(1.0, true);
+        qlog_analysis::reader::read_file(&self.dir.join(rel), &mut an).ok()?;
+        let c = an.connections.first()?;
+        Some(c.series.states.iter().filter(|(_, s)| s == state).count() as f64)
+    }
+
     /// A flow metric over `flows` of repetition `r`; `None` for a metric
     /// that is not one.
     fn flow_value(&self, metric: &str, r: &RepResult, flows: &[&FlowResult]) -> Option<f64> {
@@ -241,6 +251,9 @@ impl RunData {
                     .map(|(end, (fill, rtt))| (end - fill) / rtt))
             }),
             m => {
+                if let Some(state) = m.strip_prefix("entered:") {
+                    return Some(mean(&|f| opt(self.entered(f, state))));
+                }
                 let name = m.strip_prefix("last:")?;
                 mean(&|f| opt(f.metrics_last.get(name).copied()))
             }

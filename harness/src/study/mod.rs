@@ -79,6 +79,7 @@
 
 mod goals;
 mod page;
+pub mod states;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -276,10 +277,16 @@ pub struct StudyFigure {
     /// `queue_pkts`, `utilization`, `drops`, `cwnd`, `rtt`, `goodput` (the
     /// first repetition over time), or `metric:<name>` along `along`.
     pub kind: String,
-    /// Lines: label = selector (one run each for a signal).
+    /// Lines: label = selector (one run each for a signal; for `states`,
+    /// the run drawn, default the experiment's first point).
+    #[serde(default)]
     pub series: BTreeMap<String, String>,
     /// For `metric:` figures: the axis on x.
     pub along: Option<String>,
+    /// For `states` figures: the panels, each a list of the sender's
+    /// metrics (see [`states`]).
+    #[serde(default)]
+    pub panels: Vec<Vec<String>>,
 }
 
 /// Why a study cannot be used.
@@ -319,6 +326,22 @@ pub struct Overrides {
     pub repetitions: Option<u32>,
     /// `--duration`.
     pub duration: Option<String>,
+}
+
+/// A states figure's own fields: panels, and one run at most.
+fn check_states(what: &str, f: &StudyFigure) -> Result<(), String> {
+    if f.panels.is_empty() || f.panels.iter().any(|p| p.is_empty()) {
+        return Err(format!(
+            "{what}: panels: a states figure needs panels, each a list of the sender's metrics ({} or a controller's own)",
+            states::ITEMS.join(", ")
+        ));
+    }
+    if f.series.len() > 1 {
+        return Err(format!(
+            "{what}: series: a states figure draws one run (one selector, or none for the experiment's first point)"
+        ));
+    }
+    Ok(())
 }
 
 /// A table's metric column: `NAME` or `NAME[flow=SEL,link=NAME]`, the
@@ -596,6 +619,16 @@ impl Study {
         }
         for f in &self.figures {
             let what = format!("figure {}", f.id);
+            if f.experiment == "*" && f.kind == "states" {
+                // One figure per experiment: each must have the run.
+                check_states(&what, f)?;
+                for exp in 0..self.experiments.len() {
+                    for (l, sel) in &f.series {
+                        check_sel(&format!("{what}: series.{l}"), exp, sel)?;
+                    }
+                }
+                continue;
+            }
             let Some(exp) = self.experiments.iter().position(|e| e.id == f.experiment) else {
                 return Err(format!(
                     "{what}: experiment `{}` is not one of the study's",
@@ -621,9 +654,10 @@ impl Study {
                     }
                 }
                 None if crate::reproduce::manifest::SIGNALS.contains(&f.kind.as_str()) => {}
+                None if f.kind == "states" => check_states(&what, f)?,
                 None => {
                     return Err(format!(
-                        "{what}: kind: `{}` is not one of {} or metric:<name>",
+                        "{what}: kind: `{}` is not one of {}, states or metric:<name>",
                         f.kind,
                         crate::reproduce::manifest::SIGNALS.join(", ")
                     ))
@@ -812,10 +846,13 @@ impl Study {
             });
             let ids: Vec<String> = self.experiments.iter().map(|e| e.id.clone()).collect();
             self.figures.retain(|f| {
-                let ok = ids
-                    .iter()
-                    .position(|id| *id == f.experiment)
-                    .is_some_and(|i| f.series.values().all(|sel| fits(i, sel)));
+                let ok = if f.experiment == "*" {
+                    (0..ids.len()).all(|i| f.series.values().all(|sel| fits(i, sel)))
+                } else {
+                    ids.iter()
+                        .position(|id| *id == f.experiment)
+                        .is_some_and(|i| f.series.values().all(|sel| fits(i, sel)))
+                };
                 if !ok {
                     notes.push(format!(
                         "figure {} left out: the command line took away one of its lines",
@@ -1092,7 +1129,13 @@ const PACKET_METRICS: &[&str] = &["data_packet_bytes", "small_share", "acks_per_
 fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::QlogLevel {
     use quic_app::QlogLevel;
     let (metrics, qlog) = metrics_read(s, ei);
-    if metrics.iter().any(|m| jobs::needs_states(m)) {
+    // A states figure's bands are the congestion states, logged from
+    // `base` on, as the `ss_` metrics read them.
+    let states = s.figures.iter().any(|f| {
+        f.kind == "states"
+            && (f.experiment == "*" || s.experiments.get(ei).is_some_and(|e| e.id == f.experiment))
+    });
+    if states || metrics.iter().any(|m| jobs::needs_states(m)) {
         return match level {
             QlogLevel::Off | QlogLevel::Metrics | QlogLevel::Core => QlogLevel::Base,
             l => l,
@@ -1130,9 +1173,9 @@ fn metrics_read(s: &Study, ei: usize) -> (Vec<&str>, bool) {
     for f in s
         .figures
         .iter()
-        .filter(|f| s.experiments[ei].id == f.experiment)
+        .filter(|f| f.experiment == "*" || s.experiments[ei].id == f.experiment)
     {
-        qlog |= matches!(f.kind.as_str(), "cwnd" | "rtt");
+        qlog |= matches!(f.kind.as_str(), "cwnd" | "rtt" | "states");
         metrics.extend(f.kind.strip_prefix("metric:"));
     }
     (metrics, qlog)
@@ -1255,6 +1298,47 @@ fn draw(
     if s.figures.is_empty() {
         return Vec::new();
     }
+    let mut drawn = Vec::new();
+    for f in s.figures.iter().filter(|f| f.kind == "states") {
+        let sel = f
+            .series
+            .values()
+            .next()
+            .and_then(|v| Selector::parse(v).ok())
+            .unwrap_or_default();
+        // `*`: one figure per experiment, named and titled after it.
+        let every = f.experiment == "*";
+        for (ei, e) in exps.iter().enumerate() {
+            if !every && e.id != f.experiment {
+                continue;
+            }
+            let Some(j) = jobs.iter().find(|j| j.exp == ei && j.point.matches(&sel)) else {
+                continue;
+            };
+            let Some(Ok(d)) = data.get(&j.dir) else {
+                continue;
+            };
+            let (name, title) = if every {
+                (
+                    format!("fig-{}-{}.svg", f.id, e.id),
+                    format!("{}: {}", f.title, e.id),
+                )
+            } else {
+                (format!("fig-{}.svg", f.id), f.title.clone())
+            };
+            match states::draw(&title, &j.dir, d, &f.panels) {
+                Ok(svg) if write_atomic(&out.join(&name), &svg).is_ok() => {
+                    drawn.push((title, name))
+                }
+                Ok(_) => {}
+                Err(err) => eprintln!("figure {}: {}: not drawn: {err}", f.id, e.id),
+            }
+        }
+    }
+    let others: Vec<&StudyFigure> = s.figures.iter().filter(|f| f.kind != "states").collect();
+    if others.is_empty() {
+        return drawn;
+    }
     let m = crate::reproduce::manifest::Manifest {
         paper: s.study.clone(),
         title: s.title.clone(),
@@ -1262,8 +1346,7 @@ fn draw(
         notes: Vec::new(),
         experiments: exps.to_vec(),
         claims: Vec::new(),
-        figures: s
-            .figures
+        figures: others
             .iter()
             .map(|f| crate::reproduce::manifest::Figure {
                 id: f.id.clone(),
@@ -1282,13 +1365,11 @@ fn draw(
         .map(|j| (j.exp, &j.point, j.dir.as_path()))
         .collect();
     let files = crate::reproduce::figures::figures(&m, &view, data, out);
-    s.figures
-        .iter()
-        .filter_map(|f| {
-            let name = format!("fig-{}.svg", f.id);
-            files.contains(&name).then(|| (f.title.clone(), name))
-        })
-        .collect()
+    drawn.extend(others.iter().filter_map(|f| {
+        let name = format!("fig-{}.svg", f.id);
+        files.contains(&name).then(|| (f.title.clone(), name))
+    }));
+    drawn
 }
 
 fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {

@@ -19,6 +19,7 @@ pub fn unit(metric: &str) -> &'static str {
         "cwnd_kb" | "ss_cwnd_kb" => "KB",
         "ss_lost" => "packets",
         "ss_late_rtts" => "RTTs",
+        m if m.starts_with("last:") && m.ends_with("_bps") => "bit/s",
         "queue_pkts" => "packets",
         "completion_s" | "recovery_s" => "s",
         "data_packet_bytes" => "B",
