@@ -289,6 +289,9 @@ clean:
 
 # Kernel netem through the user-mode Linux guest as the router, the QUIC
 # endpoints on the host: the guest's forwarding delay, NewReno/CUBIC/BBR2
-# against emu (IP mode) and sim, and CUBIC's line rate (docs/links.md).
+# against emu (IP mode) and sim, CUBIC's line rate and the parking lot:
+# studies/guest-router.toml (27 runs, one repetition each; root), published
+# in docs/links.md.
 guest-router: bootstrap
-	./scripts/guest-router.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/guest-router.toml --publish $(STUDY_ARGS)

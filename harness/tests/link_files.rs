@@ -151,6 +151,7 @@ fn the_cellular_scenarios_follow_their_traces_on_sim() {
             threads: 0,
             qlog_level: quic_app::QlogLevel::Off,
             emu_mode: harness::emu::EmuMode::Relay,
+            netem_router: None,
         };
         let s = harness::run::run(&sc, &cfg).unwrap();
         let r = &s.repetitions[0];

@@ -31,6 +31,7 @@ fn sim_cfg(out: &Path) -> RunConfig {
         threads: 0,
         qlog_level: quic_app::QlogLevel::Core,
         emu_mode: harness::emu::EmuMode::Relay,
+        netem_router: None,
     }
 }
 

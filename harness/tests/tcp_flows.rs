@@ -108,6 +108,7 @@ fn config(out: &Path, bin_dir: PathBuf, backend: Backend) -> RunConfig {
         threads: 0,
         qlog_level: quic_app::QlogLevel::Metrics,
         emu_mode: harness::emu::EmuMode::Relay,
+        netem_router: None,
     }
 }
 

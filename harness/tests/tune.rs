@@ -48,6 +48,7 @@ fn run_cfg(work: &Path) -> RunConfig {
         qlog_level: quic_app::QlogLevel::Metrics,
         per_packet_log: true,
         emu_mode: harness::emu::EmuMode::Relay,
+        netem_router: None,
     }
 }
 

@@ -708,7 +708,7 @@ values = ["a", "b"]
                 point,
                 dir,
                 scenario: sc.clone(),
-                busy: 0,
+                host: Default::default(),
             });
         }
         (jobs, data)

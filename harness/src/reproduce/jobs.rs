@@ -28,9 +28,43 @@ pub(crate) struct Job {
     pub(crate) dir: PathBuf,
     /// Its backend is `scenario.link.backend`.
     pub(crate) scenario: Scenario,
-    /// Busy processes (CPU spinners) kept running beside the run: a
-    /// study's `host.busy`, a loaded host on purpose.
-    pub(crate) busy: u32,
+    /// How the host runs it: a study's `host.*` fields.
+    pub(crate) host: Host,
+}
+
+/// How the host runs a point (a study's `host.*` fields): not part of the
+/// scenario, but of the run's reuse.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Host {
+    /// Busy processes (CPU spinners) kept running beside the run
+    /// (`host.busy`), a loaded host on purpose.
+    pub busy: u32,
+    /// Where a netem link runs (`host.netem_router`): the user-mode
+    /// Linux guest as a router (`guest`), this kernel (`host`), or as
+    /// the process decides (`auto`, None).
+    pub netem_router: Option<bool>,
+    /// How emu's packets reach it (`host.emu_mode`: `relay` or `ip`;
+    /// None: the run's default).
+    pub emu_mode: Option<crate::emu::EmuMode>,
+}
+
+impl Host {
+    /// The run directory's record of the router and emu mode: empty for
+    /// the defaults (and for runs from before it was written).
+    fn setup_text(&self) -> String {
+        let mut t = String::new();
+        if let Some(g) = self.netem_router {
+            t += if g {
+                "netem_router=guest\n"
+            } else {
+                "netem_router=host\n"
+            };
+        }
+        if let Some(m) = self.emu_mode {
+            t += &format!("emu_mode={}\n", m.as_str());
+        }
+        t
+    }
 }
 
 /// The scenario of one point.
@@ -185,7 +219,7 @@ pub(crate) fn plan(m: &Manifest, out: &Path, opts: &Options) -> Result<Vec<Job>,
                 point: p,
                 dir,
                 scenario,
-                busy: 0,
+                host: Host::default(),
             });
         }
     }
@@ -198,6 +232,10 @@ const QLOG_FILE: &str = "qlog-level";
 /// The file in a run directory giving how many busy processes ran beside
 /// it (absent: none).
 const BUSY_FILE: &str = "host-busy";
+
+/// The file in a run directory naming where its netem link ran and how
+/// emu's packets reached it, when a study chose (absent: the defaults).
+const SETUP_FILE: &str = "host-setup";
 
 /// CPU spinners: `n` busy child processes, stopped (killed and waited
 /// for) when dropped, so they never outlive the run they load.
@@ -295,7 +333,9 @@ fn to_do(
         let same_qlog = std::fs::read_to_string(j.dir.join(QLOG_FILE))
             .map_or(true, |l| l.trim() == j.qlog.as_str());
         let same_busy = std::fs::read_to_string(j.dir.join(BUSY_FILE))
-            .map_or(j.busy == 0, |b| b.trim() == j.busy.to_string());
+            .map_or(j.host.busy == 0, |b| b.trim() == j.host.busy.to_string())
+            && std::fs::read_to_string(j.dir.join(SETUP_FILE)).unwrap_or_default()
+                == j.host.setup_text();
         // A run made without the per-packet log cannot give what reads it.
         let has_log = !j.packet_log || j.dir.join("rep-1").join("bottleneck.bin").exists();
         if complete && same && same_build && same_qlog && same_busy && has_log {
@@ -429,16 +469,20 @@ fn run_job(
         threads: if workers > 1 { 1 } else { 0 },
         qlog_level: j.qlog,
         // Linux TCP flows take the emulator's IP mode.
-        emu_mode: crate::run::default_emu_mode(&j.scenario, backend),
+        emu_mode: j
+            .host
+            .emu_mode
+            .unwrap_or_else(|| crate::run::default_emu_mode(&j.scenario, backend)),
+        netem_router: j.host.netem_router,
     };
-    let spinners = match Spinners::start(j.busy) {
+    let spinners = match Spinners::start(j.host.busy) {
         Ok(s) => s,
         Err(e) => {
             return (
                 format!("failed: {e}"),
                 Some(format!(
                     "{name}: cannot start {} busy processes: {e}",
-                    j.busy
+                    j.host.busy
                 )),
             )
         }
@@ -452,9 +496,13 @@ fn run_job(
                     .map_err(|e| std::io::Error::new(e.kind(), format!("{file}: {e}")))
             };
             let recorded = note(QLOG_FILE, j.qlog.as_str().to_string())
-                .and_then(|()| match j.busy {
+                .and_then(|()| match j.host.busy {
                     0 => Ok(()),
                     n => note(BUSY_FILE, n.to_string()),
+                })
+                .and_then(|()| match j.host.setup_text() {
+                    t if t.is_empty() => Ok(()),
+                    t => note(SETUP_FILE, t),
                 })
                 .and_then(|()| crate::files::write_json_atomic(&j.dir.join(BUILD_FILE), build));
             match recorded {

@@ -75,6 +75,11 @@ pub struct RunConfig {
     /// packets through TUN devices between two namespaces (root; any
     /// IPv4 traffic). Ignored by netem and sim.
     pub emu_mode: crate::emu::EmuMode,
+    /// On netem, whether the link runs in the user-mode Linux guest as a
+    /// router (`Some(true)`), in this host's kernel (`Some(false)`), or
+    /// as [`crate::guest_router::wanted`] decides (`None`: the guest
+    /// where this kernel has no netem, or `CCLAB_NETEM_ROUTER`).
+    pub netem_router: Option<bool>,
 }
 
 /// Why a run failed.

@@ -73,7 +73,8 @@ impl PreparedLink {
         let mut spec = sc.link.clone();
         spec.seed = seed;
         let (mut netem, mut paths, mut tun, mut guest) = (None, None, None, None);
-        let guest_router = cfg.backend == Backend::Netem && crate::guest_router::wanted();
+        let guest_router = cfg.backend == Backend::Netem
+            && cfg.netem_router.unwrap_or_else(crate::guest_router::wanted);
         if !guest_router {
             // A Linux TCP algorithm only the user-mode Linux guest has
             // (the scenario accepts it as root) runs in the guest router.

@@ -844,6 +844,29 @@ impl Study {
                 }
                 ok
             });
+            // A table restricted (`where`) to an arm the command line took
+            // away goes too.
+            let tscope: Vec<Vec<usize>> = self
+                .tables
+                .iter()
+                .map(|t| self.scope(t.experiment.as_deref()))
+                .collect();
+            let mut k = 0;
+            self.tables.retain(|t| {
+                let ok = t
+                    .where_
+                    .as_deref()
+                    .is_none_or(|w| tscope[k].iter().any(|&i| fits(i, w)));
+                k += 1;
+                if !ok {
+                    notes.push(format!(
+                        "table {} left out: the command line took away `{}`",
+                        t.id,
+                        t.where_.as_deref().unwrap_or_default()
+                    ));
+                }
+                ok
+            });
             let ids: Vec<String> = self.experiments.iter().map(|e| e.id.clone()).collect();
             self.figures.retain(|f| {
                 let ok = if f.experiment == "*" {
@@ -1034,7 +1057,7 @@ fn plan(s: &Study, out: &Path, opts: &Options) -> Result<(Vec<Job>, Vec<Skipped>
             // `host.*` fields set up the host around a run, not the run.
             let (host, ov): (Vec<_>, Vec<_>) =
                 ov.into_iter().partition(|(k, _)| k.starts_with("host."));
-            let busy = host_busy(&host, &source)?;
+            let host = host_setup(&host, &source)?;
             let mut sc = match base.with_overrides(&ov, &source) {
                 Ok(sc) => sc,
                 Err(e) => {
@@ -1087,36 +1110,55 @@ fn plan(s: &Study, out: &Path, opts: &Options) -> Result<(Vec<Job>, Vec<Skipped>
                 dir: out.join("runs").join(&e.id).join(p.dir_name()),
                 point: p,
                 scenario: sc,
-                busy,
+                host,
             });
         }
     }
     Ok((jobs, skipped))
 }
 
-/// The busy processes a point's `host.busy` asks for (the last one given;
-/// 0 without); any other `host.` field is refused.
-fn host_busy(host: &[(String, toml::Value)], source: &str) -> Result<u32, StudyError> {
-    let mut busy = 0;
+/// How the host runs a point: its `host.` fields (the last of each
+/// given): `host.busy` (busy processes beside the run, 0 to 64),
+/// `host.netem_router` (`guest`, `host` or `auto`: where a netem link
+/// runs) and `host.emu_mode` (`relay` or `ip`); any other is refused.
+fn host_setup(host: &[(String, toml::Value)], source: &str) -> Result<jobs::Host, StudyError> {
+    let mut h = jobs::Host::default();
     for (k, v) in host {
         let bad = |problem: String| crate::scenario::ScenarioError {
             source: source.to_string(),
             field: k.clone(),
             problem,
         };
-        if k != "host.busy" {
-            return Err(bad(
-                "the only host field is host.busy (busy processes beside each run)".into(),
-            )
-            .into());
+        match k.as_str() {
+            "host.busy" => {
+                h.busy = v
+                    .as_integer()
+                    .filter(|n| (0..=64).contains(n))
+                    .ok_or_else(|| bad(format!("`{v}` is not a number of busy processes, 0 to 64")))?
+                    as u32
+            }
+            "host.netem_router" => {
+                h.netem_router = match v.as_str() {
+                    Some("guest") => Some(true),
+                    Some("host") => Some(false),
+                    Some("auto") => None,
+                    _ => return Err(bad(format!("`{v}` is not one of guest, host, auto")).into()),
+                }
+            }
+            "host.emu_mode" => {
+                h.emu_mode = Some(v.as_str().and_then(crate::emu::EmuMode::parse).ok_or_else(
+                    || bad(format!("`{v}` is not one of {}", crate::emu::EmuMode::NAMES)),
+                )?)
+            }
+            _ => {
+                return Err(bad(
+                    "the host fields are host.busy (busy processes beside each run), host.netem_router (guest, host, auto) and host.emu_mode (relay, ip)".into(),
+                )
+                .into())
+            }
         }
-        busy = v
-            .as_integer()
-            .filter(|n| (0..=64).contains(n))
-            .ok_or_else(|| bad(format!("`{v}` is not a number of busy processes, 0 to 64")))?
-            as u32;
     }
-    Ok(busy)
+    Ok(h)
 }
 
 /// Metrics read from the senders' per-packet qlog events (the `core`

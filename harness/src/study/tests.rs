@@ -208,18 +208,33 @@ fn link_replaces_the_backend_axis_or_sets_the_backend() {
 }
 
 #[test]
-fn host_fields_are_busy_processes_or_refused() {
+fn host_fields_are_busy_processes_a_router_an_emu_mode_or_refused() {
     let v = |k: &str, x: toml::Value| vec![(k.to_string(), x)];
-    assert_eq!(host_busy(&[], "s").unwrap(), 0);
-    assert_eq!(host_busy(&v("host.busy", 2.into()), "s").unwrap(), 2);
-    let e = host_busy(&v("host.busy", 65.into()), "s")
+    assert_eq!(host_setup(&[], "s").unwrap(), jobs::Host::default());
+    assert_eq!(host_setup(&v("host.busy", 2.into()), "s").unwrap().busy, 2);
+    let e = host_setup(&v("host.busy", 65.into()), "s")
         .unwrap_err()
         .to_string();
     assert!(e.contains("host.busy") && e.contains("0 to 64"), "{e}");
-    let e = host_busy(&v("host.cpus", 1.into()), "s")
+    let r = |x: &str| host_setup(&v("host.netem_router", x.into()), "s");
+    assert_eq!(r("guest").unwrap().netem_router, Some(true));
+    assert_eq!(r("host").unwrap().netem_router, Some(false));
+    assert_eq!(r("auto").unwrap().netem_router, None);
+    let e = r("vm").unwrap_err().to_string();
+    assert!(e.contains("vm") && e.contains("guest, host, auto"), "{e}");
+    let m = host_setup(&v("host.emu_mode", "ip".into()), "s").unwrap();
+    assert_eq!(m.emu_mode, Some(crate::emu::EmuMode::Ip));
+    let e = host_setup(&v("host.emu_mode", "tap".into()), "s")
         .unwrap_err()
         .to_string();
-    assert!(e.contains("host.cpus") && e.contains("host.busy"), "{e}");
+    assert!(e.contains("tap") && e.contains("relay, ip"), "{e}");
+    let e = host_setup(&v("host.cpus", 1.into()), "s")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("host.cpus") && e.contains("host.netem_router"),
+        "{e}"
+    );
 }
 
 #[test]

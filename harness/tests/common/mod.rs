@@ -22,6 +22,7 @@ pub fn sim_config(out: &Path, qlog_level: quic_app::QlogLevel) -> RunConfig {
         threads: 0,
         qlog_level,
         emu_mode: harness::emu::EmuMode::Relay,
+        netem_router: None,
     }
 }
 

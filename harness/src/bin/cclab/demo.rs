@@ -135,6 +135,7 @@ fn run_alg(
         qlog_level: quic_app::QlogLevel::Core,
         per_packet_log: false,
         emu_mode: harness::emu::EmuMode::Relay,
+        netem_router: None,
     };
     match harness::run::run(&sc, &cfg) {
         Ok(s) => {

@@ -102,6 +102,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         qlog_level: qlog_level(&a.qlog_level),
         per_packet_log: !a.no_packet_log,
         emu_mode,
+        netem_router: None,
     };
     match harness::run::run(&sc, &cfg) {
         Ok(s) => {

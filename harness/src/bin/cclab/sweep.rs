@@ -73,6 +73,7 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
         qlog_level: qlog_level(&a.qlog_level),
         per_packet_log: !a.no_packet_log,
         emu_mode: harness::emu::EmuMode::Relay,
+        netem_router: None,
     };
     if !a.quiet {
         eprintln!(

@@ -235,6 +235,7 @@ pub fn tune(a: TuneArgs) -> anyhow::Result<i32> {
             qlog_level: quic_app::QlogLevel::Metrics,
             per_packet_log: true,
             emu_mode: harness::emu::EmuMode::Relay,
+            netem_router: None,
         },
         jobs,
         shard,
