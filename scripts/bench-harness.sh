@@ -15,15 +15,10 @@ for i in $(seq "$RUNS"); do
     ./target/release/cclab run --cc cubic --duration 1s --no-packet-log --quiet --out "$DIR/o$i" >/dev/null
 done
 ./target/release/cclab run --cc cubic --rate 100mbit --rtt 20ms --duration 10s --quiet --no-packet-log --out "$DIR/fast" >/dev/null
-python3 - "$DIR" "$RUNS" <<'PY'
-import json, statistics, sys, os
-d, runs = sys.argv[1], int(sys.argv[2])
-ov = [json.load(open(os.path.join(d, f"o{i}", "summary.json")))["repetitions"][0]["overhead_s"] for i in range(1, runs + 1)]
-print(f"harness overhead per run (set-up + tear-down), {runs} runs: median {statistics.median(ov):.3f} s, max {max(ov):.3f} s")
-s = json.load(open(os.path.join(d, "fast", "summary.json")))
-rep = s["repetitions"][0]
-cpu, dur = rep["emu_cpu"]
-cores = os.cpu_count()
-print(f"100 Mbit/s, 20 ms RTT, one CUBIC flow: goodput {rep['flows'][0]['goodput_bps']/1e6:.1f} Mbit/s, utilization {rep['bottleneck']['utilization']*100:.1f}%")
-print(f"  emulator thread: {cpu:.2f} CPU s over {dur:.1f} s = {cpu/dur*100:.0f}% of one core; left for the endpoints: {cores - cpu/dur:.2f} of {cores} cores")
-PY
+# The median overhead of the short runs, then the fast run's figures.
+for i in $(seq "$RUNS"); do jq '.repetitions[0].overhead_s' "$DIR/o$i/summary.json"; done | jq -rs --argjson n "$RUNS" \
+    'sort | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end) as $m | "harness overhead per run (set-up + tear-down), \($n) runs: median \($m * 1000 | round / 1000) s, max \(max * 1000 | round / 1000) s"'
+jq -r --argjson cores "$(nproc)" '.repetitions[0] | .emu_cpu as [$cpu, $dur]
+    | "100 Mbit/s, 20 ms RTT, one CUBIC flow: goodput \(.flows[0].goodput_bps / 1e5 | round / 10) Mbit/s, utilization \(.bottleneck.utilization * 1000 | round / 10)%",
+      "  emulator thread: \($cpu * 100 | round / 100) CPU s over \($dur * 10 | round / 10) s = \($cpu / $dur * 100 | round)% of one core; left for the endpoints: \(($cores - $cpu / $dur) * 100 | round / 100) of \($cores) cores"' \
+    "$DIR/fast/summary.json"

@@ -41,6 +41,15 @@ wait_listening() { # file -> address
 
 qlog=${QLOG:-off}
 
+# median FILE COLUMN: the median of a column of numbers.
+median() {
+    cut -d' ' -f"$2" "$1" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# cpu_mb TIMEFILE: "CPU-seconds MB" from /usr/bin/time -f "%U %S %M".
+cpu_mb() {
+    tail -n 1 "$1" | awk '{ printf "%.2f %d", $1 + $2, $3 / 1024 }'
+}
+
 ours() { # [zstd or plain qlog: true|false]
     local q=(--qlog-level "$qlog")
     if [ "$qlog" != off ]; then
@@ -54,15 +63,9 @@ ours() { # [zstd or plain qlog: true|false]
     pkill -INT -P "$spid" || true; wait "$spid" || true
     local qlog_mb=0
     if [ -d "$work/qlog" ]; then qlog_mb=$(du -sm "$work/qlog" | cut -f1); rm -rf "$work/qlog"; fi
-    python3 - "$work" "$qlog_mb" <<'PY'
-import json, sys
-w = sys.argv[1]
-r = json.load(open(f"{w}/c.json"))
-su, ss, sm = open(f"{w}/s.time").read().split()[-3:]
-cu, cs, cm = open(f"{w}/c.time").read().split()[-3:]
-assert r["complete"], r
-print(f"{r['goodput_bps']/1e9:.3f} {float(su)+float(ss):.2f} {int(sm)//1024} {float(cu)+float(cs):.2f} {int(cm)//1024} {r['duration_s']:.3f} {sys.argv[2]}")
-PY
+    jq -e .complete "$work/c.json" >/dev/null || { echo "quic-client: incomplete: $(cat "$work/c.json")" >&2; return 1; }
+    printf '%.3f %s %s %.3f %s\n' "$(jq .goodput_bps/1e9 "$work/c.json")" "$(cpu_mb "$work/s.time")" \
+        "$(cpu_mb "$work/c.time")" "$(jq .duration_s "$work/c.json")" "$qlog_mb"
 }
 
 theirs() {
@@ -81,14 +84,9 @@ theirs() {
     pkill -TERM -P "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
     local got; got=$(stat -c %s "$work/body")
     [ "$got" -eq "$bytes" ] || { echo "quiche-client got $got of $bytes bytes" >&2; return 1; }
-    python3 - "$work" "$t0" "$t1" "$bytes" <<'PY'
-import sys
-w, t0, t1, n = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-su, ss, sm = open(f"{w}/s.time").read().split()[-3:]
-cu, cs, cm = open(f"{w}/c.time").read().split()[-3:]
-d = t1 - t0
-print(f"{n*8/d/1e9:.3f} {float(su)+float(ss):.2f} {int(sm)//1024} {float(cu)+float(cs):.2f} {int(cm)//1024} {d:.3f}")
-PY
+    local d; d=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+    printf '%.3f %s %s %.3f\n' "$(awk -v n="$bytes" -v d="$d" 'BEGIN { print n * 8 / d / 1e9 }')" \
+        "$(cpu_mb "$work/s.time")" "$(cpu_mb "$work/c.time")" "$d"
 }
 
 if [ -n "${QLOG_COMPARE:-}" ]; then
@@ -102,19 +100,15 @@ if [ -n "${QLOG_COMPARE:-}" ]; then
             line=$(ours "$flag"); printf '%-9s %-4s %s\n' "$mode" "$i" "$line"; echo "$line" >>"$work/$mode"
         done
     done
-    python3 - "$work" <<'PY'
-import statistics, sys
-w = sys.argv[1]
-rows = {m: [list(map(float, l.split())) for l in open(f"{w}/{m}") if l.strip()] for m in ("zstd", "plain")}
-med = {m: [statistics.median(c) for c in zip(*r)] for m, r in rows.items()}
-for m in ("zstd", "plain"):
-    o = med[m]
-    print(f"median {m:5}: {o[0]:.3f} Gbit/s, server {o[1]:.2f} CPU-s, client {o[3]:.2f} CPU-s, qlog {o[6]:.0f} MB")
-pairs = list(zip(rows["zstd"], rows["plain"]))
-g = statistics.median(z[0] / p[0] for z, p in pairs)
-c = statistics.median((z[1] + z[3]) / (p[1] + p[3]) for z, p in pairs)
-print(f"zstd/plain, median of pairs: goodput {g:.3f}, CPU seconds of both ends {c:.3f}")
-PY
+    for m in zstd plain; do
+        printf 'median %-5s: %.3f Gbit/s, server %.2f CPU-s, client %.2f CPU-s, qlog %.0f MB\n' "$m" \
+            "$(median "$work/$m" 1)" "$(median "$work/$m" 2)" "$(median "$work/$m" 4)" "$(median "$work/$m" 7)"
+    done
+    # Per pair (a zstd run and the plain run after it): goodput and both
+    # ends' CPU seconds, zstd over plain.
+    paste -d' ' "$work/zstd" "$work/plain" | awk '{print $1 / $8, ($2 + $4) / ($9 + $11)}' >"$work/pairs"
+    printf 'zstd/plain, median of pairs: goodput %.3f, CPU seconds of both ends %.3f\n' \
+        "$(median "$work/pairs" 1)" "$(median "$work/pairs" 2)"
     exit 0
 fi
 
@@ -127,15 +121,10 @@ for i in $(seq "$reps"); do
         line=$(theirs); echo "quiche    $i    $line"; echo "$line" >>"$work/theirs"
     fi
 done
-python3 - "$work" <<'PY'
-import statistics, sys, os
-w = sys.argv[1]
-def med(f):
-    rows = [list(map(float, l.split())) for l in open(f) if l.strip()]
-    return [statistics.median(c) for c in zip(*rows)] if rows else None
-o, t = med(f"{w}/ours"), med(f"{w}/theirs")
-print(f"median ours:   {o[0]:.3f} Gbit/s, server {o[1]:.2f} CPU-s / {o[2]:.0f} MB RSS, client {o[3]:.2f} CPU-s / {o[4]:.0f} MB RSS")
-if t:
-    print(f"median quiche: {t[0]:.3f} Gbit/s, server {t[1]:.2f} CPU-s / {t[2]:.0f} MB RSS, client {t[3]:.2f} CPU-s / {t[4]:.0f} MB RSS")
-    print(f"ratio ours/quiche goodput: {o[0]/t[0]:.2f}")
-PY
+printf 'median ours:   %.3f Gbit/s, server %.2f CPU-s / %.0f MB RSS, client %.2f CPU-s / %.0f MB RSS\n' \
+    "$(median "$work/ours" 1)" "$(median "$work/ours" 2)" "$(median "$work/ours" 3)" "$(median "$work/ours" 4)" "$(median "$work/ours" 5)"
+if [ -s "$work/theirs" ]; then
+    printf 'median quiche: %.3f Gbit/s, server %.2f CPU-s / %.0f MB RSS, client %.2f CPU-s / %.0f MB RSS\n' \
+        "$(median "$work/theirs" 1)" "$(median "$work/theirs" 2)" "$(median "$work/theirs" 3)" "$(median "$work/theirs" 4)" "$(median "$work/theirs" 5)"
+    printf 'ratio ours/quiche goodput: %.2f\n' "$(awk -v a="$(median "$work/ours" 1)" -v b="$(median "$work/theirs" 1)" 'BEGIN { print a / b }')"
+fi

@@ -28,15 +28,9 @@ for i in $(seq "$RUNS"); do
     results+=("$(measure ours target/release/qlog-analysis summary --json "$FILE")")
     results+=("$(measure jq jq --seq -c 'select(.name == "quic:recovery_metrics_updated")' "$FILE")")
 done
-printf '%s\n' "${results[@]}" | python3 -c '
-import sys, statistics
-rows = [l.split() for l in sys.stdin if l.strip()]
-by = {}
-for name, s, kb in rows:
-    by.setdefault(name, []).append((float(s), int(kb)))
-med = {k: statistics.median(s for s, _ in v) for k, v in by.items()}
-for k, v in by.items():
-    print(f"{k:5} runs {[s for s, _ in v]} s  median {med[k]:.2f} s  peak RSS {max(m for _, m in v)/1024:.1f} MB")
-ratio = med["jq"] / med["ours"]
-print(f"ratio jq/ours (medians): {ratio:.2f}x")
-'
+printf '%s\n' "${results[@]}" | jq -rRs '
+def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+[split("\n")[] | select(length > 0) | split(" ") | {name: .[0], s: (.[1] | tonumber), kb: (.[2] | tonumber)}]
+| group_by(.name) | map({name: .[0].name, s: map(.s), med: (map(.s) | median), rss: (map(.kb) | max / 1024)}) as $by
+| ($by[] | "\(.name) runs \(.s) s  median \(.med * 100 | round / 100) s  peak RSS \(.rss * 10 | round / 10) MB"),
+  "ratio jq/ours (medians): \(($by[] | select(.name == "jq") | .med) / ($by[] | select(.name == "ours") | .med) * 100 | round / 100)x"'

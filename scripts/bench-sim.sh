@@ -45,32 +45,29 @@ D=(--cc cubic --rate 100mbit --rtt 20ms --duration 20s)
 run_case d-metrics "${D[@]}" --qlog-level metrics
 run_case d-core "${D[@]}" --qlog-level core
 run_case e-off --cc cubic --rate 1gbit --rtt 20ms --duration 10s --qlog-level off
-python3 - "$DIR" "$RUNS" <<'PY'
-import json, os, statistics, sys
-d, runs = sys.argv[1], int(sys.argv[2])
-labels = {
-    "a-metrics": "(a) 1 flow, 20 Mbit/s, 40 ms, 60 s, qlog metrics",
-    "a-core": "(a) 1 flow, 20 Mbit/s, 40 ms, 60 s, qlog core",
-    "a-off": "(a) 1 flow, 20 Mbit/s, 40 ms, 60 s, qlog off",
-    "c": "(c) 10 flows, 20 Mbit/s, RED, 200 s, qlog metrics",
-    "d-metrics": "(d) 1 flow, 100 Mbit/s, 20 ms, 20 s, qlog metrics",
-    "d-core": "(d) 1 flow, 100 Mbit/s, 20 ms, 20 s, qlog core",
-    "e-off": "(e) 1 flow, 1 Gbit/s, 20 ms, 10 s, qlog off",
+label() {
+    case $1 in
+    a-metrics) echo "(a) 1 flow, 20 Mbit/s, 40 ms, 60 s, qlog metrics" ;;
+    a-core) echo "(a) 1 flow, 20 Mbit/s, 40 ms, 60 s, qlog core" ;;
+    a-off) echo "(a) 1 flow, 20 Mbit/s, 40 ms, 60 s, qlog off" ;;
+    c) echo "(c) 10 flows, 20 Mbit/s, RED, 200 s, qlog metrics" ;;
+    d-metrics) echo "(d) 1 flow, 100 Mbit/s, 20 ms, 20 s, qlog metrics" ;;
+    d-core) echo "(d) 1 flow, 100 Mbit/s, 20 ms, 20 s, qlog core" ;;
+    e-off) echo "(e) 1 flow, 1 Gbit/s, 20 ms, 10 s, qlog off" ;;
+    esac
 }
-print(f"{'case':<52} {'x real':>7} {'process s':>10} {'loop x':>7} {'Mbit/s/core':>12} {'datagrams/s':>12} {'RSS MB':>7}")
-for k, label in labels.items():
-    if not os.path.exists(os.path.join(d, f"{k}-1.sim.json")):
-        continue
-    sims = [json.load(open(os.path.join(d, f"{k}-{i}.sim.json"))) for i in range(1, runs + 1)]
-    sums = [json.load(open(os.path.join(d, f"{k}-{i}.summary.json"))) for i in range(1, runs + 1)]
-    times = [open(os.path.join(d, f"{k}-{i}.time")).read().split() for i in range(1, runs + 1)]
-    procs = [float(t[0]) for t in times]
-    proc = statistics.median(procs)
-    xreal = statistics.median(s["simulated_s"] / p for s, p in zip(sims, procs))
-    loop = statistics.median(s["speedup"] for s in sims)
-    mbps = statistics.median(sum(f["bytes"] for f in su["flows"]) * 8 / 1e6 / p for su, p in zip(sums, procs))
-    dps = statistics.median(s["datagrams"] / p for s, p in zip(sims, procs))
-    rss = statistics.median(int(t[1]) for t in times) / 1024
-    print(f"{label:<52} {xreal:7.1f} {proc:10.2f} {loop:7.1f} {mbps:12.0f} {dps:12.0f} {rss:7.0f}")
-print(f"medians of {runs} runs, one core each; x real = simulated s / process wall s (startup and writing included); loop x = the simulation loop alone")
-PY
+# median: the median of a column of numbers on standard input.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+printf '%-52s %7s %10s %7s %12s %12s %7s\n' case "x real" "process s" "loop x" "Mbit/s/core" "datagrams/s" "RSS MB"
+for k in a-metrics a-core a-off c d-metrics d-core e-off; do
+    [ -f "$DIR/$k-1.sim.json" ] || continue
+    # Per run: x real, process s, loop x, Mbit/s per core, datagrams/s, RSS MB.
+    for i in $(seq "$RUNS"); do
+        read -r wall kb <"$DIR/$k-$i.time"
+        jq -rn --argjson w "$wall" --argjson kb "$kb" --slurpfile s "$DIR/$k-$i.sim.json" --slurpfile su "$DIR/$k-$i.summary.json" \
+            '"\($s[0].simulated_s / $w) \($w) \($s[0].speedup) \([$su[0].flows[].bytes] | add * 8 / 1e6 / $w) \($s[0].datagrams / $w) \($kb / 1024)"'
+    done >"$DIR/$k.rows"
+    col() { cut -d' ' -f"$1" "$DIR/$k.rows" | median; }
+    printf '%-52s %7.1f %10.2f %7.1f %12.0f %12.0f %7.0f\n' "$(label "$k")" "$(col 1)" "$(col 2)" "$(col 3)" "$(col 4)" "$(col 5)" "$(col 6)"
+done
+echo "medians of $RUNS runs, one core each; x real = simulated s / process wall s (startup and writing included); loop x = the simulation loop alone"

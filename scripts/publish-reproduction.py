@@ -13,7 +13,7 @@ uncommitted changes (`-dirty`) are refused unless --allow-dirty.
 
 It also runs `cclab reproduce all --quick` with the same build and records
 every claim's quick figures in docs/reproduction/quick-figures.json, which
-`make test` compares with a fresh quick run (scripts/reproduction-fingerprint.py):
+`make test` compares with a fresh quick run (`cclab reproduce --fingerprint-check`):
 a change that moves what runs measure fails it until the pages are
 re-published.
 
@@ -116,7 +116,7 @@ def main():
         f"{time.strftime('%Y-%m-%d')}, on a 2-core machine: {total_wall:.0f} s of wall time for the five "
         "papers; the last column names the build that made every run (a run is reused only by the "
         "same build). Regenerate with `make reproduce && python3 scripts/publish-reproduction.py`; "
-        "`scripts/check-published-reproduction.py` (in `make test`) checks this table against the "
+        "`cclab reproduce --check-published docs/reproduction` (in `make test`) checks this table against the "
         "published claims.json files.",
         "",
         "| paper | title | claims | PASS | FAIL | PASS within noise | FAIL within noise | not measured | N/A | not counted | our reinterpretations (apart) | runs | wall time | build |",
@@ -143,15 +143,10 @@ def main():
     # The quick figures of the same build, for make test's staleness check.
     quick_dir = pathlib.Path("target/reproduce-publish-quick")
     shutil.rmtree(quick_dir, ignore_errors=True)
-    quick_json = pathlib.Path("target/reproduce-publish-quick.json")
-    with open(quick_json, "w") as f:
-        subprocess.run(
-            ["./target/release/cclab", "reproduce", "all", "--quick", "--quiet", "--json", "--out", str(quick_dir)],
-            stdout=f,
-            check=True,
-        )
     subprocess.run(
-        ["python3", "scripts/reproduction-fingerprint.py", "write", str(quick_json), str(dst / "quick-figures.json")],
+        ["./target/release/cclab", "reproduce", "all", "--quick", "--quiet", "--out", str(quick_dir),
+         "--fingerprint-write", str(dst / "quick-figures.json")],
+        stdout=subprocess.DEVNULL,
         check=True,
     )
     print(f"publish-reproduction: {len(papers)} paper(s) into {dst}")

@@ -28,17 +28,12 @@ mkdir -p "$work" "$images"
 
 # Every algorithm; a required rate parameter (BR-TCP's reservation) gets
 # half the link, as `cclab demo` does.
-specs=$("$cclab" list --json | python3 -c '
-import json, sys
-out = []
-for a in json.load(sys.stdin):
-    req = [p for p in a["params"] if p["default"] is None]
-    if any(p["unit"] != "bit/s" for p in req):
-        print(f"report-screenshots: skipping {a['"'"'name'"'"']}: required parameters", file=sys.stderr)
-        continue
-    out.append(a["name"] + (":" + ",".join(p["name"] + "=10mbit" for p in req) if req else ""))
-print(", ".join(json.dumps(s) for s in out))
-')
+list=$("$cclab" list --json)
+jq -r '.[] | select(any(.params[]; .default == null and .unit != "bit/s"))
+    | "report-screenshots: skipping \(.name): required parameters"' <<<"$list" >&2
+specs=$(jq -r '[.[] | [.params[] | select(.default == null)] as $req | select(all($req[]; .unit == "bit/s"))
+    | .name + (if $req == [] then "" else ":" + ($req | map(.name + "=10mbit") | join(",")) end)
+    | tojson] | join(", ")' <<<"$list")
 
 cat >"$work/sweep.toml" <<EOF
 scenario = "$root/scenarios/default.toml"

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 stages=(
     "docs|python3 scripts/check-docs.py"
-    "published|python3 scripts/check-published-reproduction.py"
+    "published|./target/release/cclab reproduce --check-published docs/reproduction"
     "build|./scripts/ws-build.sh >/dev/null"
     "tests|cargo test --workspace --release"
     "quiche|./scripts/test-quiche.sh"

@@ -122,9 +122,7 @@ for ex in quiche-client tokio-quiche-server; do
     fi
     cargo fmt --manifest-path "$manifest" -- --check || fail "$ex is not rustfmt-clean"
     bssl_env=()
-    ex_bssl=$(python3 -c 'import sys, tomllib
-print(*[p["version"] for p in tomllib.load(open(sys.argv[1], "rb"))["package"] if p["name"] == "boring-sys"])' \
-        "$root/examples/embed/$ex/Cargo.lock")
+    ex_bssl=$(lock_version "$root/examples/embed/$ex/Cargo.lock" boring-sys)
     why=$bssl_why
     [ -n "$why" ] || [ "$ex_bssl" = "$bssl_version" ] || why="boring-sys $ex_bssl here, $bssl_version in the workspace"
     if [ -n "${BORING_BSSL_PATH:-}" ]; then
@@ -208,12 +206,10 @@ start_server "$tmp/b-server.out" "$server_ex" --listen 127.0.0.1:0 --cert "$tmp/
 server_pid=${pids[-1]}
 "$bin_quic_client" "https://127.0.0.1:$port/bytes/$bytes" --json --qlog-level off >"$tmp/b-client.json" ||
     { cat "$tmp/b-client.json" >&2; fail "(b) quic-client's download from tokio-quiche-server failed"; }
-python3 - "$tmp/b-client.json" "$bytes" <<'EOF' || fail "(b) quic-client did not receive $bytes bytes"
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(f"test-embed: (b) quic-client: {r['bytes']} bytes, status {r['status']}, {r['goodput_bps'] / 1e6:.1f} Mbit/s", file=sys.stderr)
-sys.exit(0 if r["complete"] and r["status"] == 200 and r["bytes"] == int(sys.argv[2]) else 1)
-EOF
+jq -r '"test-embed: (b) quic-client: \(.bytes) bytes, status \(.status), \(.goodput_bps / 1e5 | round / 10) Mbit/s"' \
+    "$tmp/b-client.json" >&2
+jq -e --argjson want "$bytes" '.complete and .status == 200 and .bytes == $want' "$tmp/b-client.json" >/dev/null ||
+    fail "(b) quic-client did not receive $bytes bytes"
 # The server exits once the connection has ended (--connections 1).
 for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
 wait "$server_pid" || fail "(b) tokio-quiche-server exited with an error: $(cat "$tmp/b-server.out")"

@@ -22,6 +22,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+. scripts/lib/ci.sh
 ./patches/bootstrap.sh
 
 dir=target/quiche-tests
@@ -46,11 +47,8 @@ fi
 
 # The workspace's BoringSSL, when its release build made one with the same
 # boring-sys version and no features.
-boring_sys() {
-    python3 -c 'import sys, tomllib
-print(*[p["version"] for p in tomllib.load(open(sys.argv[1], "rb"))["package"] if p["name"] == "boring-sys"])' "$1"
-}
-if [ -z "${BORING_BSSL_PATH:-}" ] && [ "$(boring_sys "$lock")" = "$(boring_sys Cargo.lock)" ]; then
+if [ -z "${BORING_BSSL_PATH:-}" ] &&
+    [ "$(lock_version "$lock" boring-sys)" = "$(lock_version Cargo.lock boring-sys)" ]; then
     for out in target/release/build/boring-sys-*/out; do
         if [ -f "$out/build/libssl.a" ] && [ -f "$out/build/libcrypto.a" ] &&
             [ -f "$out/boringssl/include/openssl/ssl.h" ]; then

@@ -146,12 +146,16 @@ fi
 
 # --- slurmctld and slurmd ----------------------------------------------------
 
-read -r ctld_port slurmd_port < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss:
-    s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+# Two ports nothing listens on.
+free_port() {
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 20000))
+        [ "$p" != "${1:-}" ] && [ -z "$(ss -Hltn "sport = :$p")" ] && echo "$p" && return
+    done
+}
+ctld_port=$(free_port)
+slurmd_port=$(free_port "$ctld_port")
 cpus=$(nproc)
 [ "$cpus" -lt 2 ] && cpus=2 # sweep.sbatch asks for 2 CPUs per task
 export SLURM_CONF=$tmp/slurm.conf
@@ -308,36 +312,25 @@ array_states=$(scontrol -o show job "$jobid" | grep -o 'ArrayTaskId=[0-9]* .*Job
 [ "$(job_states "$mergeid")" = COMPLETED ] || fail "merge job: $(job_states "$mergeid") (want COMPLETED)"
 [ -s "$OUT/report.html" ] || fail "no report at $OUT/report.html"
 
-python3 - "$OUT" "$npoints" <<'EOF' || fail "the merged results are not what the two shards ran"
-import json, os, sys
-out, want = sys.argv[1], int(sys.argv[2])
-def points(d):
-    with open(os.path.join(d, "sweep.json")) as f:
-        return json.load(f)["points"]
-shards = {}
-for i in range(2):
-    ps = points(os.path.join(out, f"shard-{i}"))
-    assert ps, f"shard-{i} ran no point"
-    for p in ps:
-        assert p["status"] == "complete", f"shard-{i}: {p['dir']} is {p['status']}"
-        assert p["index"] % 2 == i, f"shard-{i} has point {p['index']}"
-    shards[i] = {p["dir"] for p in ps}
-    print(f"test-slurm: shard-{i}: {len(ps)} point(s): {' '.join(sorted(shards[i]))}", file=sys.stderr)
-merged = points(os.path.join(out, "all"))
-dirs = {p["dir"] for p in merged}
-assert len(merged) == want, f"merged: {len(merged)} point(s), want {want}"
-assert sorted(p["index"] for p in merged) == list(range(want)), "merged point indexes"
-assert all(p["status"] == "complete" for p in merged), "merged: a point is not complete"
-assert dirs == shards[0] | shards[1], f"merged {sorted(dirs)} != shards {sorted(shards[0] | shards[1])}"
-for d in dirs:
-    s = os.path.join(out, "all", "runs", d, "summary.json")
-    assert os.path.getsize(s) > 0, s
-    with open(s) as f:
-        summ = json.load(f)
-    assert summ["link"]["backend"] == "sim", f"{d}: backend {summ['link']['backend']}"
-runs = sorted(os.listdir(os.path.join(out, "all", "runs")))
-assert runs == sorted(dirs), f"all/runs has {runs}"
-EOF
+# Each shard ran its half of the points (index mod 2), all complete; the
+# merge has every point once, from the shards' runs, each on sim.
+: >"$tmp/shard-dirs"
+for i in 0 1; do
+    f=$OUT/shard-$i/sweep.json
+    jq -e --argjson i "$i" '.points | length > 0 and all(.[]; .status == "complete" and .index % 2 == $i)' "$f" >/dev/null ||
+        fail "shard-$i ran no point, or one not complete or not its own: $(jq -c '[.points[] | [.index, .status]]' "$f")"
+    echo "test-slurm: shard-$i: $(jq -r '"\(.points | length) point(s): \([.points[].dir] | sort | join(" "))"' "$f")" >&2
+    jq -r '.points[].dir' "$f" >>"$tmp/shard-dirs"
+done
+sort -o "$tmp/shard-dirs" "$tmp/shard-dirs"
+jq -e --argjson n "$npoints" '.points | length == $n and ([.[].index] | sort) == [range($n)] and all(.[]; .status == "complete")' \
+    "$OUT/all/sweep.json" >/dev/null || fail "merged: not the $npoints complete points 0..$((npoints - 1))"
+jq -r '.points[].dir' "$OUT/all/sweep.json" | sort >"$tmp/merged-dirs"
+cmp -s "$tmp/shard-dirs" "$tmp/merged-dirs" || fail "merged points $(tr '\n' ' ' <"$tmp/merged-dirs")!= the shards' $(tr '\n' ' ' <"$tmp/shard-dirs")"
+(cd "$OUT/all/runs" && ls | sort) | cmp -s - "$tmp/merged-dirs" || fail "all/runs has $(ls "$OUT/all/runs" | tr '\n' ' ')"
+while read -r d; do
+    jq -e '.link.backend == "sim"' "$OUT/all/runs/$d/summary.json" >/dev/null || fail "$d: not a sim run's summary"
+done <"$tmp/merged-dirs"
 grep -q "report.html: $npoints run(s)" "$tmp"/log/slurm-merge-*.out ||
     fail "the merge job's log does not say the report has $npoints runs"
 

@@ -20,3 +20,9 @@ cannot_run() {
     echo "$stage: SKIPPED: $* (under CI=true this is a failure)" >&2
     exit 0
 }
+
+# lock_version LOCKFILE CRATE: the crate's version(s) in a Cargo.lock, on
+# one line.
+lock_version() {
+    awk -v want="name = \"$2\"" '$0 == want { getline; gsub(/^version = "|"$/, ""); print }' "$1" | xargs
+}

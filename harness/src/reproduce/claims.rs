@@ -245,7 +245,7 @@ pub(super) fn evaluate(m: &Manifest, c: &Claim, jobs: &[Job], data: &Data) -> Cl
 }
 
 /// How a claim counts in a paper's totals.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Class {
     /// Holds, beyond the noise and the minimum effect: agreement.
@@ -289,7 +289,7 @@ impl Class {
 
 /// A paper's verdicts, counted: each phenomenon once, agreement only
 /// where it is beyond noise.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Claims in the paper.
     pub claims: usize,
@@ -318,7 +318,7 @@ pub struct Counts {
 }
 
 /// Verdicts of claims that test a reinterpretation of ours.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reinterpreted {
     /// PASS beyond noise and the minimum effect.
     pub pass: usize,

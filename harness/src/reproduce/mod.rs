@@ -10,6 +10,7 @@
 //! its directional test evaluated on the means, and the paper's directory
 //! gets `claims.json`, `REPRODUCTION.md` and the redrawn figures.
 
+pub mod check;
 pub(crate) mod claims;
 pub mod expr;
 pub(crate) mod figures;

@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use harness::link::Backend;
-use harness::reproduce::{self, Options, PaperResult};
+use harness::reproduce::{self, check, Options, PaperResult};
 
 use crate::common::{bad_input, bin_dir, jobs, measured_qlog_level, stop_flag};
 
 #[derive(clap::Args)]
 pub struct ReproduceArgs {
     /// A paper (a directory of scenarios/reproduce/; `--list` shows them), several, or `all`.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "check_published")]
     papers: Vec<String>,
     /// Output root: each paper writes OUT/<paper>/ (claims.json,
     /// REPRODUCTION.md, figures, runs/). Re-running resumes.
@@ -47,10 +47,33 @@ pub struct ReproduceArgs {
     /// No progress output.
     #[arg(long)]
     quiet: bool,
+    /// After running, check that these papers (comma-separated) are there
+    /// and that every claim got a verdict with its figures (a FAIL its
+    /// figures and reason, an N/A its reason) and no run failed; exit 1
+    /// naming each problem. Verdicts themselves are results.
+    #[arg(long, value_delimiter = ',', value_name = "PAPER,..")]
+    expect: Vec<String>,
+    /// Write every claim's measured figures (6 significant digits) and the
+    /// build to FILE: the published pages' fingerprint.
+    #[arg(long, value_name = "FILE")]
+    fingerprint_write: Option<PathBuf>,
+    /// Compare every claim's measured figures with the fingerprint in
+    /// FILE; exit 1 naming the claims whose figures moved (sim runs are
+    /// deterministic: the code changed what runs measure since FILE).
+    #[arg(long, value_name = "FILE")]
+    fingerprint_check: Option<PathBuf>,
+    /// Check a published reproduction (DIR: README.md and each paper's
+    /// claims.json and REPRODUCTION.md) says what its claims.json files
+    /// say, and exit; no paper runs.
+    #[arg(long, value_name = "DIR")]
+    check_published: Option<PathBuf>,
 }
 
 /// `cclab reproduce`.
 pub fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
+    if let Some(dir) = &a.check_published {
+        return check_published(dir);
+    }
     let chosen = choose_papers(a);
     if a.list {
         list_claims(&chosen);
@@ -85,13 +108,68 @@ pub fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
     } else if results.len() > 1 {
         print_totals(&results);
     }
-    Ok(if opts.stop.load(Ordering::Relaxed) {
-        130
-    } else if failed {
-        1
-    } else {
-        0
-    })
+    if opts.stop.load(Ordering::Relaxed) {
+        return Ok(130);
+    }
+    let mut bad = failed;
+    if !a.expect.is_empty() {
+        let problems = check::problems(&results, &a.expect);
+        for p in &problems {
+            eprintln!("cclab reproduce: check: {p}");
+        }
+        eprintln!(
+            "cclab reproduce: check: {}; {} problem(s)",
+            check::verdict_line(&results),
+            problems.len()
+        );
+        bad |= !problems.is_empty();
+    }
+    if let Some(f) = &a.fingerprint_write {
+        let fp = check::fingerprint(&results);
+        let text = serde_json::to_string_pretty(&fp)? + "\n";
+        let tmp = f.with_extension("json.tmp");
+        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, f))?;
+        eprintln!(
+            "cclab reproduce: fingerprint: {} claims into {}",
+            fp.claims.len(),
+            f.display()
+        );
+    }
+    if let Some(f) = &a.fingerprint_check {
+        let published: check::Fingerprint = match std::fs::read(f) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map_err(|e| anyhow::anyhow!("{}: not a fingerprint: {e}", f.display()))?,
+            Err(e) => {
+                eprintln!(
+                    "cclab reproduce: fingerprint: {}: {e}; publish with `make reproduce && python3 scripts/publish-reproduction.py`",
+                    f.display()
+                );
+                return Ok(1);
+            }
+        };
+        match check::compare(&check::fingerprint(&results), &published) {
+            Ok(line) => eprintln!("cclab reproduce: fingerprint: {line}"),
+            Err(e) => {
+                eprintln!("cclab reproduce: fingerprint: {e}");
+                bad = true;
+            }
+        }
+    }
+    Ok(if bad { 1 } else { 0 })
+}
+
+/// `--check-published DIR`.
+fn check_published(dir: &std::path::Path) -> anyhow::Result<i32> {
+    let (n, problems) = check::published_problems(dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for p in &problems {
+        eprintln!("cclab reproduce: published: {p}");
+    }
+    println!(
+        "cclab reproduce: published: {n} paper(s) under {}, {} problem(s)",
+        dir.display(),
+        problems.len()
+    );
+    Ok(if problems.is_empty() { 0 } else { 1 })
 }
 
 /// Where the papers' directories are.
