@@ -16,8 +16,8 @@ cd "$(dirname "$0")/.."
 
 stages=(
     "docs|python3 scripts/check-docs.py"
-    "published|./target/release/cclab reproduce --check-published docs/reproduction"
     "build|./scripts/ws-build.sh >/dev/null"
+    "published|./target/release/cclab reproduce --check-published docs/reproduction"
     "tests|cargo test --workspace --release"
     "quiche|./scripts/test-quiche.sh"
     "embed|./scripts/test-embed.sh"
