@@ -56,20 +56,6 @@ const STATE_COLOURS: &[(&str, RGBColor)] = &[
     ("recovery", RGBColor(0xf9, 0xc6, 0xd0)),
 ];
 
-const LINE_COLOURS: &[RGBColor] = &[
-    RGBColor(0x99, 0x99, 0x99),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0xe3, 0x77, 0xc2),
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0xbc, 0xbd, 0x22),
-    RGBColor(0x17, 0xbe, 0xcf),
-    RGBColor(0x33, 0x33, 0x33),
-];
-
 fn state_colour(s: &str) -> RGBColor {
     STATE_COLOURS
         .iter()
@@ -184,6 +170,9 @@ pub fn draw(
         .filter_map(|(_, pts)| pts.last().map(|p| p.0))
         .fold(0.0f64, f64::max)
         .max(1e-3);
+    // The report's palette, one colour per line over all the panels.
+    let colours: Vec<RGBColor> = crate::report::palette::all().collect();
+    let mut next = 0;
     let mut svg = String::new();
     {
         let h = 40 + 170 * panels.len() as u32 + 30;
@@ -222,8 +211,9 @@ pub fn draw(
                 mesh.x_desc("time (s); bands: state");
             }
             mesh.draw().map_err(|e| e.to_string())?;
-            for (i, (name, pts)) in panel.iter().enumerate() {
-                let col = LINE_COLOURS[(i + if k == 0 { 0 } else { 5 * k }) % LINE_COLOURS.len()];
+            for (name, pts) in panel.iter() {
+                let col = colours[next % colours.len()];
+                next += 1;
                 // Steps: a value holds until the next one, and to the end.
                 let mut steps = Vec::with_capacity(pts.len() * 2);
                 for (j, &(t, v)) in pts.iter().enumerate() {
