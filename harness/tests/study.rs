@@ -193,6 +193,17 @@ fn a_study_runs_judges_reuses_and_publishes() {
             && svg.contains("link_rate"),
         "the states figure lacks its bands' legend or its lines"
     );
+    // Its link_rate is what the link delivered: at most the 8 Mbit/s
+    // link, and most of it once the flow runs.
+    let dir = out.join("toy/runs/main/8-newreno");
+    let data = harness::reproduce::metrics::RunData::load(&dir).unwrap();
+    let rate = harness::reproduce::metrics::bottleneck_signal(&dir, &data, "delivered_bps");
+    let late: Vec<f64> = rate.iter().filter(|p| p.0 > 1.0).map(|p| p.1).collect();
+    let mean = late.iter().sum::<f64>() / late.len() as f64;
+    assert!(
+        late.iter().all(|r| *r <= 8.1e6) && mean > 6e6,
+        "delivered {mean} bit/s: {late:?}"
+    );
 
     let t = &r.tables[0];
     assert_eq!(t.columns.len(), 4);

@@ -658,7 +658,8 @@ fn mean_queue(path: &Path, dir: &str) -> Option<f64> {
 }
 
 /// Bottleneck samples of repetition 1 in the data direction: (t, value)
-/// for `queue_pkts`, `utilization` (%) or `drops` (cumulative).
+/// for `queue_pkts`, `utilization` (%), `delivered_bps` (bit/s) or
+/// `drops` (cumulative).
 pub fn bottleneck_signal(dir: &Path, data: &RunData, signal: &str) -> Vec<(f64, f64)> {
     let d = match data.summary.bottleneck.direction.as_str() {
         "" => "down",
@@ -676,6 +677,12 @@ pub fn bottleneck_signal(dir: &Path, data: &RunData, signal: &str) -> Vec<(f64, 
             let y = match signal {
                 "queue_pkts" => v["queue_packets"].as_f64()?,
                 "utilization" => 100.0 * v["utilization"].as_f64()?,
+                // What left the queue in the interval, bit/s (the rate
+                // in force, whatever changes the link had).
+                "delivered_bps" => {
+                    let dt = v["interval_s"].as_f64().filter(|d| *d > 0.0)?;
+                    v["sent_bytes"].as_f64()? * 8.0 / dt
+                }
                 _ => v["drops_total"].as_f64()?,
             };
             Some((t, y))

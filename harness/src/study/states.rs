@@ -86,14 +86,9 @@ fn series(
     let s = &c.series;
     let from_start = |v: &[(f64, f64)]| v.iter().map(|&(t, x)| (start + t, x)).collect();
     match item {
-        "link_rate" => {
-            // Utilization (%) of the link's rate, per sample interval.
-            let rate = data.summary.link.rate_bps;
-            bottleneck_signal(dir, data, "utilization")
-                .into_iter()
-                .map(|(t, u)| (t, u / 100.0 * rate))
-                .collect()
-        }
+        // What the link delivered per sample interval (a utilization
+        // would be of the rate in force, which a scheduled change moves).
+        "link_rate" => bottleneck_signal(dir, data, "delivered_bps"),
         "cwnd" => from_start(&s.cwnd),
         "bytes_in_flight" => from_start(&s.bytes_in_flight),
         "pacing_rate" => from_start(&s.pacing_rate_bps),
@@ -170,7 +165,8 @@ pub fn draw(
         .filter_map(|(_, pts)| pts.last().map(|p| p.0))
         .fold(0.0f64, f64::max)
         .max(1e-3);
-    // The report's palette, one colour per line over all the panels.
+    // The report's palette, one colour per line over all the panels,
+    // striding through it so that neighbours differ in hue.
     let colours: Vec<RGBColor> = crate::report::palette::all().collect();
     let mut next = 0;
     let mut svg = String::new();
@@ -212,7 +208,7 @@ pub fn draw(
             }
             mesh.draw().map_err(|e| e.to_string())?;
             for (name, pts) in panel.iter() {
-                let col = colours[next % colours.len()];
+                let col = colours[(next * 5) % colours.len()];
                 next += 1;
                 // Steps: a value holds until the next one, and to the end.
                 let mut steps = Vec::with_capacity(pts.len() * 2);
