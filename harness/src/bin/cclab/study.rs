@@ -59,6 +59,12 @@ pub struct StudyArgs {
     /// this page).
     #[arg(long, num_args = 0..=1, default_missing_value = "")]
     publish: Option<String>,
+    /// Another name for this variant of the study: its output directory
+    /// (OUT/NAME/) and its block in the docs page (`<!-- study NAME -->`),
+    /// so that a variant (another backend, other algorithms) is published
+    /// beside the study's own block rather than over it.
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
     /// qlog level where a goal or table reads the senders' qlog.
     #[arg(long, default_value = "metrics")]
     qlog_level: String,
@@ -163,6 +169,18 @@ pub fn study(a: &StudyArgs) -> anyhow::Result<i32> {
         duration: a.duration.clone(),
     };
     s.apply(&o).unwrap_or_else(|e| bad_input(e));
+    if let Some(n) = &a.name {
+        if n.is_empty()
+            || !n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            bad_input(format!(
+                "--name: `{n}` is not a name of letters, digits, - and _ (it names a directory and a docs block)"
+            ));
+        }
+        s.study = n.clone();
+    }
     if !a.quiet {
         for n in &s.notes {
             eprintln!("cclab study {}: {n}", s.study);
