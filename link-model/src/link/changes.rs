@@ -96,9 +96,7 @@ impl Change {
         }
         let text = |k: &str| -> Result<Option<(String, String)>, LinkError> {
             let f = format!("{field}.{k}");
-            t.get(k)
-                .map(|v| Ok((super::table::scalar(&f, v)?, f)))
-                .transpose()
+            t.get(k).map(|v| Ok((super::scalar(&f, v)?, f))).transpose()
         };
         let time = |k: &str, what: &str| -> Result<Option<u64>, LinkError> {
             match text(k)? {

@@ -101,6 +101,20 @@ pub(crate) fn err(field: &str, problem: impl Into<String>) -> LinkError {
     }
 }
 
+/// A TOML scalar as text, for the unit parsers (the `[link]` table and its
+/// scheduled changes). Tables, arrays and booleans are errors.
+pub(crate) fn scalar(field: &str, v: &toml::Value) -> Result<String, LinkError> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        other => Err(err(
+            field,
+            format!("expected a string or number, got {}", other.type_str()),
+        )),
+    }
+}
+
 /// Which emulation backend runs the link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -8,7 +8,7 @@ use super::units::{format_rate, parse_rate};
 
 use super::units::{format_duration_ns, parse_duration_ns, parse_probability};
 use super::{
-    err, format_prob, Aqm, Backend, DirectionSpec, JitterDistribution, LinkError, LinkSpec,
+    err, format_prob, scalar, Aqm, Backend, DirectionSpec, JitterDistribution, LinkError, LinkSpec,
     LossModel, Sched, Trace,
 };
 use super::{Aggregation, Policer};
@@ -30,20 +30,6 @@ const DIRECTION_KEYS: &[&str] = &[
     "aggregate",
 ];
 const TOP_KEYS: &[&str] = &["backend", "rtt", "seed", "up", "down"];
-
-/// A TOML scalar as text, for the unit parsers. Tables, arrays and
-/// booleans are errors.
-pub(super) fn scalar(field: &str, v: &toml::Value) -> Result<String, LinkError> {
-    match v {
-        toml::Value::String(s) => Ok(s.clone()),
-        toml::Value::Integer(i) => Ok(i.to_string()),
-        toml::Value::Float(f) => Ok(f.to_string()),
-        other => Err(err(
-            field,
-            format!("expected a string or number, got {}", other.type_str()),
-        )),
-    }
-}
 
 impl LinkSpec {
     /// Parses the `[link]` table of a scenario. `base` resolves relative
