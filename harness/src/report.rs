@@ -24,6 +24,8 @@ pub mod rtt_map;
 mod scatter;
 mod series;
 
+pub(crate) use series::thin;
+
 use std::path::{Path, PathBuf};
 
 use render::Rendered;

@@ -392,6 +392,125 @@ fn headline(md: &str) -> Option<[usize; 5]> {
 mod tests {
     use super::*;
 
+    use crate::reproduce::expr::Stat;
+    use crate::reproduce::{Build, ClaimResult, Measured};
+
+    fn claim(
+        id: &str,
+        verdict: &str,
+        class: Class,
+        detail: &str,
+        reason: Option<&str>,
+    ) -> ClaimResult {
+        ClaimResult {
+            id: id.into(),
+            source: String::new(),
+            statement: String::new(),
+            metric: None,
+            paper: serde_json::Value::Null,
+            ours: if verdict == "PASS" || detail.contains('1') {
+                vec![Measured {
+                    label: "a".into(),
+                    at: None,
+                    stat: Stat {
+                        mean: 12.5,
+                        ci95: 0.25,
+                        n: 3,
+                    },
+                }]
+            } else {
+                Vec::new()
+            },
+            test: None,
+            over: None,
+            verdict: verdict.into(),
+            class,
+            significant: true,
+            effect_pct: None,
+            min_effect_pct: 2.0,
+            detail: detail.into(),
+            reason: reason.map(Into::into),
+            caveat: None,
+            note: None,
+            related: None,
+            reinterpretation: None,
+        }
+    }
+
+    fn paper(claims: Vec<ClaimResult>) -> PaperResult {
+        PaperResult {
+            paper: "p".into(),
+            title: String::new(),
+            seed: String::new(),
+            backend: "sim".into(),
+            quick: true,
+            runs: 1,
+            ran: 1,
+            failed: Vec::new(),
+            interrupted: false,
+            wall_s: 1.0,
+            build: Build {
+                git_revision: "abc".into(),
+                fingerprint: String::new(),
+            },
+            counts: Counts::default(),
+            claims,
+            sensitivity: Vec::new(),
+            figures: Vec::new(),
+            dir: Default::default(),
+        }
+    }
+
+    /// A judged paper passes; each kind of gap is named.
+    #[test]
+    fn problems_name_each_gap_and_a_judged_paper_has_none() {
+        let good = paper(vec![
+            claim("ok", "PASS", Class::Pass, "a 12.5", None),
+            claim("f", "FAIL", Class::Fail, "a 12.5 < 13", Some("why")),
+            claim("na", "N/A", Class::NotApplicable, "", Some("cannot run")),
+        ]);
+        assert!(problems(&[good], &["p".into()]).is_empty());
+        let bad = paper(vec![
+            claim("f1", "FAIL", Class::Fail, "no figure", Some("why")),
+            claim("f2", "FAIL", Class::Fail, "a 1", None),
+            claim("na", "N/A", Class::NotApplicable, "", None),
+            claim("x", "MAYBE", Class::Pass, "", None),
+        ]);
+        let p = problems(&[bad], &["p".into(), "q".into()]);
+        for want in [
+            "paper q: missing",
+            "p/f1: FAIL without a measured figure",
+            "p/f2: FAIL without a reason",
+            "p/na: N/A without a reason",
+            "p/x: verdict `MAYBE`",
+        ] {
+            assert!(p.iter().any(|x| x.contains(want)), "{want}: {p:?}");
+        }
+    }
+
+    /// The same results match their own fingerprint; one moved figure is
+    /// named.
+    #[test]
+    fn a_moved_figure_is_named() {
+        let r = [paper(vec![claim(
+            "ok",
+            "PASS",
+            Class::Pass,
+            "a 12.5",
+            None,
+        )])];
+        let fp = fingerprint(&r);
+        assert_eq!(
+            fp.claims["p/ok"],
+            vec![("a".into(), "12.5".into(), "0.25".into(), 3)]
+        );
+        assert!(compare(&fingerprint(&r), &fp).is_ok());
+        let mut moved = fingerprint(&r);
+        moved.claims.get_mut("p/ok").unwrap()[0].1 = "12.6".into();
+        let e = compare(&moved, &fp).unwrap_err();
+        assert!(e.contains("1 of 1") && e.contains("p/ok"), "{e}");
+    }
+
     #[test]
     fn g6_writes_as_printf_does() {
         for (x, s) in [

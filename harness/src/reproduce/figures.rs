@@ -265,25 +265,16 @@ fn flow_signal(dir: &Path, d: &RunData, flow: Option<&str>, signal: &str) -> Vec
             })
             .collect();
     }
-    let Some(rel) = f.qlog.get("sender") else {
-        return Vec::new();
-    };
-    let mut an = qlog_analysis::analysis::Analyzer::new(0.1, true);
-    if qlog_analysis::reader::read_file(&dir.join(rel), &mut an).is_err() {
-        return Vec::new();
-    }
-    let Some(c) = an.connections.first() else {
+    let Some(series) = d.sender(f) else {
         return Vec::new();
     };
     match signal {
-        "cwnd" => c
-            .series
+        "cwnd" => series
             .cwnd
             .iter()
             .map(|&(t, w)| (start + t, w / 1e3))
             .collect(),
-        _ => c
-            .series
+        _ => series
             .latest_rtt_ms
             .iter()
             .map(|&(t, r)| (start + t, r))

@@ -46,6 +46,11 @@ pub struct RunData {
     queue_pkts: Vec<f64>,
     /// The run directory.
     dir: std::path::PathBuf,
+    /// Each flow's sender qlog (by its path in the run), parsed once:
+    /// several metrics and figures read the same trace.
+    senders: std::sync::Mutex<
+        std::collections::BTreeMap<String, Option<std::sync::Arc<qlog_analysis::analysis::Series>>>,
+    >,
 }
 
 /// Why a run's results cannot be read.
@@ -73,6 +78,7 @@ impl RunData {
             summary,
             queue_pkts,
             dir: dir.to_path_buf(),
+            senders: Default::default(),
         })
     }
 
@@ -164,23 +170,44 @@ impl RunData {
         let bdp = sc.link.limit_bytes(Dir::Down, QueueLimit::Bdp(1.0), 1500) as f64;
         let buffer = sc.link.queue_bytes(Dir::Down, 1500) as f64;
         let rate = sc.link.dir(Dir::Down).rate_bps;
-        let rel = f.qlog.get("sender")?;
-        let path = self.dir.join(rel);
-        let mut an = qlog_analysis::analysis::Analyzer::new(1.0, true);
-        qlog_analysis::reader::read_file(&path, &mut an).ok()?;
-        let c = an.connections.first()?;
-        let t = c.series.cwnd.iter().find(|(_, w)| *w >= bdp + buffer)?.0;
+        let t = self
+            .sender(f)?
+            .cwnd
+            .iter()
+            .find(|(_, w)| *w >= bdp + buffer)?
+            .0;
         (rate > 0.0).then(|| (t, sc.link.rtt_ns() as f64 / 1e9 + buffer * 8.0 / rate))
     }
 
     /// How many times flow `f`'s sender entered congestion state `state`
     /// (its qlog's state changes); None without the sender's qlog.
     fn entered(&self, f: &FlowResult, state: &str) -> Option<f64> {
+        Some(
+            self.sender(f)?
+                .states
+                .iter()
+                .filter(|(_, s)| s == state)
+                .count() as f64,
+        )
+    }
+
+    /// Flow `f`'s sender qlog as time series (times from its trace's
+    /// start), read once per run; None without one, or unreadable.
+    pub fn sender(
+        &self,
+        f: &FlowResult,
+    ) -> Option<std::sync::Arc<qlog_analysis::analysis::Series>> {
         let rel = f.qlog.get("sender")?;
-        let mut an = qlog_analysis::analysis::Analyzer::new(1.0, true);
-        qlog_analysis::reader::read_file(&self.dir.join(rel), &mut an).ok()?;
-        let c = an.connections.first()?;
-        Some(c.series.states.iter().filter(|(_, s)| s == state).count() as f64)
+        let mut cache = self.senders.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(rel.clone())
+            .or_insert_with(|| {
+                let mut an = qlog_analysis::analysis::Analyzer::new(0.1, true);
+                qlog_analysis::reader::read_file(&self.dir.join(rel), &mut an).ok()?;
+                let c = an.connections.into_iter().next()?;
+                Some(std::sync::Arc::new(c.series))
+            })
+            .clone()
     }
 
     /// A flow metric over `flows` of repetition `r`; `None` for a metric

@@ -80,10 +80,9 @@ fn series(
     item: &str,
     dir: &Path,
     data: &RunData,
-    c: &qlog_analysis::analysis::Connection,
+    s: &qlog_analysis::analysis::Series,
     start: f64,
 ) -> Vec<(f64, f64)> {
-    let s = &c.series;
     let from_start = |v: &[(f64, f64)]| v.iter().map(|&(t, x)| (start + t, x)).collect();
     match item {
         // What the link delivered per sample interval (a utilization
@@ -97,23 +96,6 @@ fn series(
         "min_rtt" => from_start(&s.min_rtt_ms),
         other => s.extra.get(other).map_or_else(Vec::new, |v| from_start(v)),
     }
-}
-
-/// At most about `n` points: each time slot keeps its last value.
-fn thin(pts: &[(f64, f64)], n: usize) -> Vec<(f64, f64)> {
-    if pts.len() <= n {
-        return pts.to_vec();
-    }
-    let (t0, t1) = (pts[0].0, pts[pts.len() - 1].0);
-    let slot = ((t1 - t0) / n as f64).max(1e-9);
-    let mut out: Vec<(f64, f64)> = Vec::new();
-    for &p in pts {
-        match out.last_mut() {
-            Some(l) if ((l.0 - t0) / slot) as i64 == ((p.0 - t0) / slot) as i64 => *l = p,
-            _ => out.push(p),
-        }
-    }
-    out
 }
 
 /// Draws the figure of the run in `dir` (its first repetition's first
@@ -131,17 +113,10 @@ pub fn draw(
         .first()
         .ok_or("the run has no repetition")?;
     let f = rep.flows.first().ok_or("the run has no flow")?;
-    let rel = f
-        .qlog
-        .get("sender")
-        .ok_or("the flow has no sender qlog (a states figure needs qlog at level base)")?;
-    let mut an = qlog_analysis::analysis::Analyzer::new(0.1, true);
-    qlog_analysis::reader::read_file(&dir.join(rel), &mut an).map_err(|e| e.to_string())?;
-    let c = an
-        .connections
-        .first()
-        .ok_or("the sender's qlog has no connection")?;
-    if c.series.states.is_empty() {
+    let c = data
+        .sender(f)
+        .ok_or("the flow has no readable sender qlog (a states figure needs qlog at level base)")?;
+    if c.states.is_empty() {
         return Err(
             "the sender's qlog logged no state (a states figure needs qlog at level base)".into(),
         );
@@ -153,7 +128,7 @@ pub fn draw(
                 .map(|item| {
                     (
                         item.clone(),
-                        thin(&series(item, dir, data, c, f.start_s), 1500),
+                        crate::report::thin(&series(item, dir, data, &c, f.start_s), 400),
                     )
                 })
                 .collect()
@@ -193,7 +168,7 @@ pub fn draw(
                 .build_cartesian_2d(0.0..t_end, 0.0..ymax)
                 .map_err(|e| e.to_string())?;
             // The states first, as bands under the lines.
-            let st = &c.series.states;
+            let st = &c.states;
             ch.draw_series(st.iter().enumerate().map(|(j, (t, s))| {
                 let te = st.get(j + 1).map_or(t_end, |x| f.start_s + x.0);
                 Rectangle::new([(f.start_s + t, 0.0), (te, ymax)], state_colour(s).filled())
@@ -234,7 +209,7 @@ pub fn draw(
         }
         // The states' legend beside the panels.
         let mut seen: Vec<&str> = Vec::new();
-        for (_, s) in &c.series.states {
+        for (_, s) in &c.states {
             if !seen.contains(&s.as_str()) {
                 seen.push(s);
             }
