@@ -4,6 +4,7 @@
 //! bottleneck log they all write; scenarios, runs, sweeps, tuning and
 //! reports on top.
 
+pub mod backend;
 pub mod bottleneck;
 /// Link descriptions: the link model's own ([`link_model::link`]).
 pub use link_model::link;

@@ -300,7 +300,7 @@ pub fn run_sweep(
                 // A point with Linux TCP flows runs in the emulator's IP
                 // mode (or fails naming what IP mode needs), the others
                 // keep the relay.
-                cfg.emu_mode = crate::run::default_emu_mode(&sc, cfg.backend);
+                cfg.emu_mode = crate::backend::default_emu_mode(&sc, cfg.backend);
                 let r = crate::run::run(&sc, &cfg);
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                 {

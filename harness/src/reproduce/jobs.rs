@@ -418,7 +418,7 @@ pub(crate) fn run_jobs(
                 let backend = jobs[i].scenario.link.backend;
                 let (status, failure) = {
                     // Simulations share the host; a real run has it alone.
-                    let (_shared, _alone) = if backend == Backend::Sim {
+                    let (_shared, _alone) = if !backend.real_time() {
                         (Some(alone.read()), None)
                     } else {
                         (None, Some(alone.write()))
@@ -472,7 +472,7 @@ fn run_job(
         emu_mode: j
             .host
             .emu_mode
-            .unwrap_or_else(|| crate::run::default_emu_mode(&j.scenario, backend)),
+            .unwrap_or_else(|| crate::backend::default_emu_mode(&j.scenario, backend)),
         netem_router: j.host.netem_router,
     };
     let spinners = match Spinners::start(j.host.busy) {

@@ -14,7 +14,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{RunConfig, RunError};
-use crate::link::Backend;
 use crate::netem_paths::Place;
 use crate::scenario::{Direction, FlowSpec, Scenario};
 
@@ -36,7 +35,7 @@ impl Binaries {
             tcp: cfg.bin_dir.join(TCP_BULK),
         };
         for b in [&bins.server, &bins.client] {
-            if cfg.backend != Backend::Sim && !b.exists() {
+            if cfg.backend.real_time() && !b.exists() {
                 return Err(RunError::MissingBinary(b.clone()));
             }
         }

@@ -131,8 +131,8 @@ type Reps = (Vec<RepResult>, Option<RunError>);
 
 /// Runs a scenario; returns its summary (also written to `OUT/summary.json`).
 pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
-    check_backend(sc, cfg.backend)?;
-    check_emu_mode(sc, cfg.backend, cfg.emu_mode)?;
+    crate::backend::check(sc, cfg.backend)?;
+    crate::backend::check_emu_mode(sc, cfg.backend, cfg.emu_mode)?;
     let bins = endpoints::Binaries::find(cfg)?;
     let work = result_dir::WorkDir::start(sc, cfg)?;
     let (reps, failure) = match cfg.backend {
@@ -150,71 +150,6 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> Result<RunSummary, RunError> {
         Some(e) => Err(e),
         None => Ok(summary),
     }
-}
-
-/// Whether `backend` can run `sc`, checked before anything starts: the
-/// netem backend has no cross traffic, and builds several links only as
-/// a chain of namespaces ([`crate::netem_paths::check`]).
-pub fn check_backend(sc: &Scenario, backend: Backend) -> Result<(), RunError> {
-    // A Linux TCP flow needs real hosts: refused on sim (a tune or a
-    // reproduction forces sim) before the simulator sees its name.
-    sc.check_tcp_backend(backend)
-        .map_err(|e| RunError::Unsupported(e.to_string()))?;
-    if backend != Backend::Netem {
-        return Ok(());
-    }
-    if !sc.cross.is_empty() {
-        return Err(RunError::Unsupported(
-            "cross traffic ([[cross]]) runs through the userspace emulator, and the netem backend has none: run it on --link emu or --link sim".into(),
-        ));
-    }
-    if sc.has_paths() {
-        crate::netem_paths::check(&sc.topology(), &sc.flow_routes())?;
-    }
-    Ok(())
-}
-
-/// The emulator's mode for `sc` when none is asked for: IP mode for a
-/// scenario with Linux TCP flows (the UDP relay carries none), the relay
-/// otherwise (and on other backends, which ignore it).
-pub fn default_emu_mode(sc: &Scenario, backend: Backend) -> crate::emu::EmuMode {
-    if backend == Backend::Emu && sc.flows.iter().any(|f| f.tcp_cc().is_some()) {
-        crate::emu::EmuMode::Ip
-    } else {
-        crate::emu::EmuMode::Relay
-    }
-}
-
-/// Whether the emulator can run `sc` in `mode` here, checked before
-/// anything starts: IP mode needs root, `/dev/net/tun` and `ip`
-/// ([`crate::emu::tun::check`]), and has no cross traffic yet; the relay
-/// runs anywhere. Other backends ignore the mode.
-pub fn check_emu_mode(
-    sc: &Scenario,
-    backend: Backend,
-    mode: crate::emu::EmuMode,
-) -> Result<(), RunError> {
-    if backend == Backend::Emu {
-        crate::emu::wake_gap_from_env().map_err(RunError::Unsupported)?;
-        crate::emu::Priority::from_env().map_err(RunError::Unsupported)?;
-    }
-    if backend != Backend::Emu || mode != crate::emu::EmuMode::Ip {
-        return Ok(());
-    }
-    if !sc.cross.is_empty() {
-        return Err(RunError::Unsupported(
-            "cross traffic ([[cross]]) is not supported by --emu-mode ip yet: run the scenario with --emu-mode relay".into(),
-        ));
-    }
-    let flows: usize = sc.flows.iter().map(|f| f.count as usize).sum();
-    if flows > crate::emu::tun::MAX_ROUTES {
-        return Err(RunError::Unsupported(format!(
-            "--emu-mode ip takes at most {} flows, not {flows}",
-            crate::emu::tun::MAX_ROUTES
-        )));
-    }
-    crate::emu::tun::check()?;
-    Ok(())
 }
 
 /// Repetition `rep`'s seed: the link's, and every random choice of the

@@ -7,63 +7,92 @@
 //! netem's), with one server address per flow.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::endpoints::Server;
 use super::{RunConfig, RunError};
+use crate::backend::LinkKind;
 use crate::cross::{self, Cross};
 use crate::emu::tun::{self, TunNet};
 use crate::emu::{EmuConfig, EmuMode, EmuReport, Emulator, Forward};
 use crate::guest_router::{GuestLink, GuestSampler};
-use crate::link::{Backend, LinkSpec};
+use crate::link::LinkSpec;
 use crate::netem::NetemLink;
 use crate::netem_paths::{NetemPaths, Place};
 use crate::scenario::Scenario;
 
 /// The link before the servers start: the repetition's link description,
-/// and on netem the namespaces with their qdiscs (one link, or
-/// [`NetemPaths`] for several links or per-flow paths).
+/// and what was built for it ([`LinkKind`] decides which).
 pub(super) struct PreparedLink {
     spec: LinkSpec,
-    netem: Option<Arc<NetemLink>>,
-    paths: Option<NetemPaths>,
-    /// IP mode's namespaces and devices.
-    tun: Option<TunNet>,
+    built: Built,
+}
+
+/// What a repetition's link needs before its servers start.
+enum Built {
+    /// Nothing: the relay starts once the servers listen.
+    EmuRelay,
+    /// IP mode's namespaces and devices (the servers run inside).
+    EmuIp(TunNet),
+    /// This kernel's qdiscs on one link, or on several
+    /// ([`KernelLink`]).
+    Netem(KernelLink),
     /// netem in the guest router (a host without netem).
-    guest: Option<GuestLink>,
+    Guest(GuestLink),
+}
+
+/// Kernel qdiscs on this host: one link, or several links and per-flow
+/// paths.
+pub(super) enum KernelLink {
+    One(Box<NetemLink>),
+    Paths(NetemPaths),
 }
 
 /// The link while the flows run.
-pub(super) struct RepLink {
-    netem: Option<Arc<NetemLink>>,
-    paths: Option<NetemPaths>,
-    emu: Option<Emulator>,
-    sampler: Option<crate::netem::Sampler>,
-    /// Where the emulator's cross-traffic routes lead (emu only).
-    cross_targets: Vec<UdpSocket>,
-    /// IP mode's namespaces (removed after the emulator stops) and where
-    /// its record goes (`rep-N/emu-ip.json`).
-    tun: Option<(TunNet, std::path::PathBuf)>,
+pub(super) enum RepLink {
+    /// The emulator's UDP relay; where its cross-traffic routes lead.
+    EmuRelay {
+        emu: Emulator,
+        cross_targets: Vec<UdpSocket>,
+    },
+    /// The emulator in IP mode; its namespaces (removed after the
+    /// emulator stops) and where its record goes (`rep-N/emu-ip.json`).
+    EmuIp {
+        emu: Emulator,
+        tun: TunNet,
+        record: PathBuf,
+    },
+    /// This kernel's qdiscs and their sampler.
+    Netem {
+        link: KernelLink,
+        sampler: crate::netem::Sampler,
+    },
     /// netem in the guest router.
-    guest: Option<GuestRep>,
+    Guest(GuestRep),
 }
 
 /// A repetition's link in the guest router while the flows run.
-struct GuestRep {
+pub(super) struct GuestRep {
     link: GuestLink,
     sampler: GuestSampler,
     /// The guest's CPU counters when the flows started.
     cpu0: Option<super::cpu::CpuTimes>,
     /// Where its interface counters go (`guest-counters.txt`).
-    counters: std::path::PathBuf,
+    counters: PathBuf,
+}
+
+/// Writes the commands that built a link, one per line, to `dir/file`.
+fn record(dir: &Path, file: &str, lines: impl Iterator<Item = String>) -> std::io::Result<()> {
+    let text: String = lines.map(|l| l + "\n").collect();
+    std::fs::write(dir.join(file), text)
 }
 
 impl PreparedLink {
-    /// The scenario's link with the repetition's seed; on netem, set up,
-    /// with the `tc` commands it took in `tc-commands.txt`.
+    /// The scenario's link with the repetition's seed, built as
+    /// [`LinkKind::of`] decides, with the commands it took in
+    /// `netns-commands.txt` (`tc-commands.txt` for one kernel link).
     pub(super) fn prepare(
         sc: &Scenario,
         cfg: &RunConfig,
@@ -72,78 +101,74 @@ impl PreparedLink {
     ) -> Result<PreparedLink, RunError> {
         let mut spec = sc.link.clone();
         spec.seed = seed;
-        let (mut netem, mut paths, mut tun, mut guest) = (None, None, None, None);
-        let guest_router = cfg.backend == Backend::Netem
-            && cfg.netem_router.unwrap_or_else(crate::guest_router::wanted);
-        if !guest_router {
-            // A Linux TCP algorithm only the user-mode Linux guest has
-            // (the scenario accepts it as root) runs in the guest router.
-            let host = crate::scenario::tcp::this_kernel();
-            for (i, (_, f)) in sc.rep_flows(seed).iter().enumerate() {
-                if let Some(name) = f.tcp_cc().filter(|n| !host.has(n)) {
-                    return Err(RunError::Unsupported(format!(
-                        "flow {i} (`{}`): this host's kernel ({}) has no TCP congestion control `{name}`; the user-mode Linux guest's has, and runs such a flow's endpoints on a netem link: --link netem on a host without netem (CCLAB_NETEM_ROUTER=guest on one with), or --vm --link netem",
-                        f.cc, host.release
-                    )));
-                }
+        let built = match LinkKind::of(sc, cfg, seed)? {
+            LinkKind::Simulated => {
+                unreachable!("a simulated run builds no link of processes")
             }
-        }
-        if cfg.backend == Backend::Emu && cfg.emu_mode == EmuMode::Ip {
-            let t = TunNet::create(sc.rep_flows(seed).len())?;
-            // Every `ip` command that built it, one per line.
-            let lines: Vec<String> = t.commands.iter().map(|c| c.join(" ") + "\n").collect();
-            std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
-            tun = Some(t);
-        }
-        if guest_router {
-            let g = crate::guest_router::setup(sc, seed, dir, !cfg.quiet)?;
-            // Every command that built it, host and guest, one per line.
-            let lines: Vec<String> = g.commands.iter().map(|c| c.clone() + "\n").collect();
-            std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
-            guest = Some(g);
-        } else if cfg.backend == Backend::Netem && sc.has_paths() {
-            let n = NetemPaths::setup(
-                &sc.topology().with_seed(seed),
-                &sc.flow_routes(),
-                &crate::netem::probe(),
-                1500,
-            )?;
-            // Every `ip` and `tc` command that built it, one per line.
-            let lines: Vec<String> = n.commands.iter().map(|c| c.join(" ") + "\n").collect();
-            std::fs::write(dir.join("netns-commands.txt"), lines.concat())?;
-            paths = Some(n);
-        } else if cfg.backend == Backend::Netem {
-            let n = NetemLink::setup(&spec, &crate::netem::probe(), 1500, true)?;
-            // The link as the kernel was told it: one `tc` line per command.
-            let lines: Vec<String> = n
-                .commands
-                .iter()
-                .map(|c| format!("tc {}\n", c.join(" ")))
-                .collect();
-            std::fs::write(dir.join("tc-commands.txt"), lines.concat())?;
-            netem = Some(Arc::new(n));
-        }
-        Ok(PreparedLink {
-            spec,
-            netem,
-            paths,
-            tun,
-            guest,
-        })
+            LinkKind::EmuRelay => Built::EmuRelay,
+            LinkKind::EmuIp => {
+                let t = TunNet::create(sc.rep_flows(seed).len())?;
+                record(
+                    dir,
+                    "netns-commands.txt",
+                    t.commands.iter().map(|c| c.join(" ")),
+                )?;
+                Built::EmuIp(t)
+            }
+            LinkKind::GuestRouter => {
+                // Every command that built it, host and guest.
+                let g = crate::guest_router::setup(sc, seed, dir, !cfg.quiet)?;
+                record(dir, "netns-commands.txt", g.commands.iter().cloned())?;
+                Built::Guest(g)
+            }
+            LinkKind::NetemPaths => {
+                let n = NetemPaths::setup(
+                    &sc.topology().with_seed(seed),
+                    &sc.flow_routes(),
+                    &crate::netem::probe(),
+                    1500,
+                )?;
+                record(
+                    dir,
+                    "netns-commands.txt",
+                    n.commands.iter().map(|c| c.join(" ")),
+                )?;
+                Built::Netem(KernelLink::Paths(n))
+            }
+            LinkKind::NetemOne => {
+                // The link as the kernel was told it.
+                let n = NetemLink::setup(&spec, &crate::netem::probe(), 1500, true)?;
+                record(
+                    dir,
+                    "tc-commands.txt",
+                    n.commands.iter().map(|c| format!("tc {}", c.join(" "))),
+                )?;
+                Built::Netem(KernelLink::One(Box::new(n)))
+            }
+        };
+        Ok(PreparedLink { spec, built })
     }
 
     /// On netem and in the emulator's IP mode, where each of the `nflows`
     /// flows' endpoints run (flow `i`'s server at its own address in IP
-    /// mode).
+    /// mode); `None` on the relay (the endpoints run here).
     pub(super) fn places(&self, nflows: usize) -> Option<Vec<Place>> {
-        if let Some(g) = &self.guest {
-            return Some(g.places.clone());
-        }
-        if let Some(p) = &self.paths {
-            return Some(p.flows.clone());
-        }
-        if let Some(t) = &self.tun {
-            return Some(
+        match &self.built {
+            Built::EmuRelay => None,
+            Built::Guest(g) => Some(g.places.clone()),
+            Built::Netem(KernelLink::Paths(p)) => Some(p.flows.clone()),
+            Built::Netem(KernelLink::One(n)) => {
+                let t = &n.topology;
+                Some(vec![
+                    Place {
+                        client_ns: t.client.clone(),
+                        server_ns: t.server.clone(),
+                        server_ip: crate::netns::SERVER_IP,
+                    };
+                    nflows
+                ])
+            }
+            Built::EmuIp(t) => Some(
                 (0..nflows)
                     .map(|i| Place {
                         client_ns: t.client_ns.clone(),
@@ -151,25 +176,14 @@ impl PreparedLink {
                         server_ip: tun::server_ip(i),
                     })
                     .collect(),
-            );
+            ),
         }
-        self.netem.as_ref().map(|n| {
-            let t = &n.topology;
-            vec![
-                Place {
-                    client_ns: t.client.clone(),
-                    server_ns: t.server.clone(),
-                    server_ip: crate::netns::SERVER_IP,
-                };
-                nflows
-            ]
-        })
     }
 
     /// Starts what carries the flows to `servers`: on netem the bottleneck
-    /// sampler; otherwise the emulator, with route `i` to server `i` and
-    /// then one route per cross-traffic source (in IP mode, server `i` is
-    /// at route `i`'s address already).
+    /// sampler (one file per link); otherwise the emulator, with route `i`
+    /// to server `i` and then one route per cross-traffic source (in IP
+    /// mode, server `i` is at route `i`'s address already).
     pub(super) fn start(
         self,
         sc: &Scenario,
@@ -177,94 +191,68 @@ impl PreparedLink {
         servers: &[Server],
         dir: &Path,
     ) -> Result<RepLink, RunError> {
-        let samples = dir.join("bottleneck-samples.jsonl");
-        if let Some(g) = self.guest {
-            let files = if sc.has_paths() {
+        let samples = |links: usize| -> Vec<PathBuf> {
+            if sc.has_paths() {
                 let topo = sc.topology();
-                (0..topo.links.len())
+                (0..links)
                     .map(|i| {
                         crate::bottleneck::link_dir(dir, &topo, i).join("bottleneck-samples.jsonl")
                     })
                     .collect()
             } else {
-                vec![samples]
-            };
-            let sampler = g.start_sampler(crate::guest_router::SAMPLE_INTERVAL, files)?;
-            let cpu0 = g.guest_cpu().and_then(|s| super::cpu::CpuTimes::parse(&s));
-            return Ok(RepLink {
-                netem: None,
-                paths: None,
-                emu: None,
-                sampler: None,
-                cross_targets: Vec::new(),
-                tun: None,
-                guest: Some(GuestRep {
+                vec![dir.join("bottleneck-samples.jsonl")]
+            }
+        };
+        let every = Duration::from_millis(20);
+        Ok(match self.built {
+            Built::Guest(g) => {
+                let files = samples(sc.topology().links.len());
+                let sampler = g.start_sampler(crate::guest_router::SAMPLE_INTERVAL, files)?;
+                let cpu0 = g.guest_cpu().and_then(|s| super::cpu::CpuTimes::parse(&s));
+                RepLink::Guest(GuestRep {
                     link: g,
                     sampler,
                     cpu0,
                     counters: dir.join("guest-counters.txt"),
-                }),
-            });
-        }
-        if let Some(n) = &self.netem {
-            let sampler = n.start_sampler(Duration::from_millis(20), &samples)?;
-            return Ok(RepLink {
-                netem: self.netem,
-                paths: None,
-                emu: None,
-                sampler: Some(sampler),
-                cross_targets: Vec::new(),
-                tun: None,
-                guest: None,
-            });
-        }
-        if let Some(p) = &self.paths {
-            let files: Vec<_> = (0..p.topology.links.len())
-                .map(|i| {
-                    crate::bottleneck::link_dir(dir, &p.topology, i)
-                        .join("bottleneck-samples.jsonl")
                 })
-                .collect();
-            let sampler = Some(p.start_sampler(Duration::from_millis(20), &files)?);
-            return Ok(RepLink {
-                netem: None,
-                paths: self.paths,
-                emu: None,
-                sampler,
-                cross_targets: Vec::new(),
-                tun: None,
-                guest: None,
-            });
-        }
-        if let Some(mut t) = self.tun {
-            let ec = emu_config(self.spec, sc, cfg, dir, Vec::new());
-            let emu = Emulator::start_ip(ec, &mut t)?;
-            return Ok(RepLink {
-                netem: None,
-                paths: None,
-                emu: Some(emu),
-                sampler: None,
-                cross_targets: Vec::new(),
-                tun: Some((t, dir.join("emu-ip.json"))),
-                guest: None,
-            });
-        }
-        let mut routes: Vec<Forward> = servers.iter().map(|s| route_to(s.addr)).collect();
-        let mut cross_targets = Vec::new();
-        for _ in &sc.cross {
-            let t = cross::target_socket()?;
-            routes.push(route_to(t.local_addr()?));
-            cross_targets.push(t);
-        }
-        let ec = emu_config(self.spec, sc, cfg, dir, routes);
-        Ok(RepLink {
-            netem: None,
-            paths: None,
-            emu: Some(Emulator::start(ec)?),
-            sampler: None,
-            cross_targets,
-            tun: None,
-            guest: None,
+            }
+            Built::Netem(KernelLink::One(n)) => {
+                let sampler = n.start_sampler(every, &samples(1)[0])?;
+                RepLink::Netem {
+                    link: KernelLink::One(n),
+                    sampler,
+                }
+            }
+            Built::Netem(KernelLink::Paths(p)) => {
+                let sampler = p.start_sampler(every, &samples(p.topology.links.len()))?;
+                RepLink::Netem {
+                    link: KernelLink::Paths(p),
+                    sampler,
+                }
+            }
+            Built::EmuIp(mut t) => {
+                let ec = emu_config(self.spec, sc, cfg, dir, Vec::new());
+                let emu = Emulator::start_ip(ec, &mut t)?;
+                RepLink::EmuIp {
+                    emu,
+                    tun: t,
+                    record: dir.join("emu-ip.json"),
+                }
+            }
+            Built::EmuRelay => {
+                let mut routes: Vec<Forward> = servers.iter().map(|s| route_to(s.addr)).collect();
+                let mut cross_targets = Vec::new();
+                for _ in &sc.cross {
+                    let t = cross::target_socket()?;
+                    routes.push(route_to(t.local_addr()?));
+                    cross_targets.push(t);
+                }
+                let ec = emu_config(self.spec, sc, cfg, dir, routes);
+                RepLink::EmuRelay {
+                    emu: Emulator::start(ec)?,
+                    cross_targets,
+                }
+            }
         })
     }
 }
@@ -304,23 +292,27 @@ impl RepLink {
     /// On the guest router, the share of the guest's CPU that was busy
     /// since the flows started.
     pub(super) fn guest_busy(&self) -> Option<f64> {
-        let g = self.guest.as_ref()?;
+        let RepLink::Guest(g) = self else {
+            return None;
+        };
         g.cpu0
             .as_ref()?
             .busy_share(&super::cpu::CpuTimes::parse(&g.link.guest_cpu()?)?)
     }
 
-    /// Where flow `i`'s client sends: the emulator's route to its server,
-    /// or (netem) the server itself.
+    /// Where flow `i`'s client sends: the relay's route to its server, or
+    /// the server itself.
     pub(super) fn addr_of(&self, servers: &[Server], i: usize) -> SocketAddr {
-        match &self.emu {
-            Some(e) if self.tun.is_none() => e.listen_addrs()[i],
+        match self {
+            RepLink::EmuRelay { emu, .. } => emu.listen_addrs()[i],
             _ => servers[i].addr,
         }
     }
 
-    /// Starts the cross traffic through the emulator (none on netem).
-    /// `nflows` routes come first; `t0` is the repetition's start.
+    /// Starts the cross traffic through the relay (no other link carries
+    /// any: netem refuses it in `backend::check`, IP mode in
+    /// `backend::check_emu_mode`). `nflows` routes come first; `t0` is the
+    /// repetition's start.
     pub(super) fn start_cross(
         &mut self,
         sc: &Scenario,
@@ -329,39 +321,40 @@ impl RepLink {
         t0: Instant,
     ) -> Result<Vec<Cross>, RunError> {
         let mut crosses = Vec::new();
-        // IP mode has none (refused by `run::check_emu_mode`).
-        if let (Some(e), None) = (&self.emu, &self.tun) {
+        if let RepLink::EmuRelay { emu, cross_targets } = self {
             let rep_cross = sc.rep_cross(seed);
-            let targets = std::mem::take(&mut self.cross_targets);
+            let targets = std::mem::take(cross_targets);
             for (i, (c, t)) in rep_cross.iter().zip(targets).enumerate() {
-                crosses.push(Cross::start(c, e.listen_addrs()[nflows + i], t, t0)?);
+                crosses.push(Cross::start(c, emu.listen_addrs()[nflows + i], t, t0)?);
             }
         }
         Ok(crosses)
     }
 
-    /// Stops the link (the emulator, or netem's sampler and then its
-    /// namespaces; in IP mode the emulator, then its namespaces, with
-    /// `emu-ip.json` written); the emulator's report, if it ran.
+    /// Stops the link: the emulator (in IP mode, then its namespaces,
+    /// with `emu-ip.json` written), or the sampler and then the
+    /// namespaces (the guest's interface counters recorded first); the
+    /// emulator's report, if it ran.
     pub(super) fn stop(self) -> Result<Option<EmuReport>, RunError> {
-        let emu_report = match self.emu {
-            Some(e) => Some(e.stop()?),
-            None => None,
-        };
-        if let (Some((t, file)), Some(r)) = (&self.tun, &emu_report) {
-            write_ip_record(file, t, r)?;
+        match self {
+            RepLink::EmuRelay { emu, .. } => Ok(Some(emu.stop()?)),
+            RepLink::EmuIp { emu, tun, record } => {
+                let r = emu.stop()?;
+                write_ip_record(&record, &tun, &r)?;
+                drop(tun);
+                Ok(Some(r))
+            }
+            RepLink::Netem { link, sampler } => {
+                sampler.stop()?;
+                drop(link);
+                Ok(None)
+            }
+            RepLink::Guest(g) => {
+                g.sampler.stop()?;
+                g.link.record_counters(&g.counters)?;
+                Ok(None)
+            }
         }
-        drop(self.tun);
-        if let Some(s) = self.sampler {
-            s.stop()?;
-        }
-        if let Some(g) = self.guest {
-            g.sampler.stop()?;
-            g.link.record_counters(&g.counters)?;
-        }
-        drop(self.netem);
-        drop(self.paths);
-        Ok(emu_report)
     }
 }
 

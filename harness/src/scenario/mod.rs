@@ -624,14 +624,11 @@ impl Scenario {
     }
 
     /// Whether `backend` can run the scenario's Linux TCP flows, as far
-    /// as the scenario shows ([`tcp::backend_problem`]): the error names
+    /// as the scenario shows ([`crate::link::Backend::tcp_flow_problem`]): the error names
     /// the first flow it cannot run.
     pub fn check_tcp_backend(&self, backend: crate::link::Backend) -> Result<(), ScenarioError> {
         for (g, f) in self.flows.iter().enumerate() {
-            if let Some(p) = f
-                .tcp_cc()
-                .and_then(|_| tcp::backend_problem(backend, &f.cc))
-            {
+            if let Some(p) = f.tcp_cc().and_then(|_| backend.tcp_flow_problem(&f.cc)) {
                 return Err(ScenarioError {
                     source: self.name.clone(),
                     field: format!("flows[{g}].cc"),

@@ -717,7 +717,7 @@ fn flow(e: &Entry, scen_dur: u64, link: &LinkSpec) -> Result<FlowSpec, ScenarioE
 fn tcp_cc(e: &Entry, spec: &str, name: &str, link: &LinkSpec) -> Result<String, ScenarioError> {
     let spec = spec.trim();
     super::tcp::check_name(spec, name).map_err(|x| e.err("cc", x))?;
-    if let Some(p) = super::tcp::backend_problem(link.backend, spec) {
+    if let Some(p) = link.backend.tcp_flow_problem(spec) {
         return Err(e.err("cc", p));
     }
     for (field, why) in super::tcp::QUIC_ONLY_FIELDS {

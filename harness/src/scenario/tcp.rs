@@ -16,8 +16,6 @@
 
 use std::path::Path;
 
-use crate::link::Backend;
-
 /// What a TCP flow's `cc` starts with.
 pub const PREFIX: &str = "tcp:";
 
@@ -264,18 +262,6 @@ pub fn sender_samples(records: &[serde_json::Value]) -> Vec<Sample> {
         .position(|s| s.bytes_acked >= last)
         .map_or(all.len(), |i| i + 1);
     all[..done].to_vec()
-}
-
-/// Why `backend` cannot run the flow `field` names (`flows[0].cc`), a TCP
-/// flow of `spec`; `None` when it can, as far as the scenario shows (the
-/// emulator's UDP relay is refused when the run starts: only then is it
-/// known whether the emulator carries IP).
-pub fn backend_problem(backend: Backend, spec: &str) -> Option<String> {
-    (backend == Backend::Sim).then(|| {
-        format!(
-            "`{spec}` is a Linux TCP flow, and the simulator (--link sim) runs quiche in virtual time, not the kernel's TCP: use --link emu (the emulator's IP mode, root) or --link netem (--vm runs it in a guest when this kernel has no netem)"
-        )
-    })
 }
 
 #[cfg(test)]

@@ -153,6 +153,37 @@ impl Backend {
             Backend::Sim => "sim",
         }
     }
+
+    /// Whether a run here starts real processes on the wall clock (the
+    /// QUIC endpoints, the emulator, kernel qdiscs): every backend but
+    /// the simulator, which runs quiche in-process in virtual time.
+    pub fn real_time(self) -> bool {
+        self != Backend::Sim
+    }
+
+    /// How many runs go at once when `--jobs` is not given: one per core
+    /// on the simulator (a simulation is one thread and does not care what
+    /// runs beside it), one on a real link (whose results would measure
+    /// the neighbours' load).
+    pub fn default_jobs(self, cores: usize) -> usize {
+        if self.real_time() {
+            1
+        } else {
+            cores.max(1)
+        }
+    }
+
+    /// Why this backend cannot run the Linux TCP flow `spec` (`tcp:NAME`);
+    /// `None` where it can, as far as the backend alone decides (the
+    /// emulator's UDP relay is refused when the run starts, once it is
+    /// known whether the emulator carries IP).
+    pub fn tcp_flow_problem(self, spec: &str) -> Option<String> {
+        (self == Backend::Sim).then(|| {
+            format!(
+                "`{spec}` is a Linux TCP flow, and the simulator (--link sim) runs quiche in virtual time, not the kernel's TCP: use --link emu (the emulator's IP mode, root) or --link netem (--vm runs it in a guest when this kernel has no netem)"
+            )
+        })
+    }
 }
 
 /// Splits `k=v,k=v`, checking each key against `allowed` and rejecting

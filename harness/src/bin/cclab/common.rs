@@ -7,7 +7,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use harness::link::{Backend, LinkSpec};
-use harness::netns;
 
 /// Exit status for bad input.
 const BAD_INPUT: i32 = 2;
@@ -89,71 +88,16 @@ pub fn measured_qlog_level(s: &str) -> quic_app::QlogLevel {
     }
 }
 
-/// The backend a link runs on: `auto` decided, `netem` checked (root, and
-/// the kernel's netem where the link needs it).
+/// The backend a link runs on ([`harness::backend::resolve`]); bad input
+/// naming what is missing where it cannot run here.
 pub fn resolve_backend(spec: &LinkSpec) -> Backend {
-    match spec.backend {
-        Backend::Emu => Backend::Emu,
-        Backend::Sim => Backend::Sim,
-        Backend::Netem => {
-            if !netns::is_root() {
-                bad_input("link.backend = netem needs root (network namespaces and tc); run as root, or use --link emu");
-            }
-            let caps = harness::netem::probe();
-            let needs =
-                harness::netem::needs_netem(&spec.up) || harness::netem::needs_netem(&spec.down);
-            if needs && !caps.netem && !harness::guest_router::wanted() {
-                bad_input(format!(
-                    "{}\n  or run it on a kernel that has netem, in a throwaway guest: add --vm to this command (or: cclab vm -- cclab run ...)",
-                    harness::netem::NetemError::MissingQdisc {
-                        qdisc: "netem".into(),
-                    }
-                ));
-            }
-            Backend::Netem
-        }
-        Backend::Auto => {
-            if netns::is_root()
-                && harness::netem::probe().netem
-                && spec.up.trace.is_none()
-                && spec.down.trace.is_none()
-                && harness::netem::unsupported_sched(spec).is_none()
-            {
-                Backend::Netem
-            } else {
-                Backend::Emu
-            }
-        }
-    }
+    harness::backend::resolve(spec).unwrap_or_else(|e| bad_input(e))
 }
 
-/// The backend a scenario runs on: as [`resolve_backend`] resolves its
-/// link, except that `auto` picks the emulator when netem could not run
-/// the scenario (cross traffic, or a link of several netem cannot
-/// emulate); and an explicit netem is refused then, naming why.
+/// The backend a scenario runs on ([`harness::backend::resolve_scenario`]);
+/// bad input naming why where it cannot run the scenario.
 pub fn resolve_scenario_backend(sc: &harness::scenario::Scenario) -> Backend {
-    let backend = match sc.link.backend {
-        Backend::Auto => {
-            let kernel_can = |l: &LinkSpec| {
-                l.up.trace.is_none()
-                    && l.down.trace.is_none()
-                    && harness::netem::unsupported_sched(l).is_none()
-            };
-            if resolve_backend(&sc.link) == Backend::Netem
-                && sc.topology().links.iter().all(|l| kernel_can(&l.spec))
-                && harness::run::check_backend(sc, Backend::Netem).is_ok()
-            {
-                Backend::Netem
-            } else {
-                Backend::Emu
-            }
-        }
-        _ => resolve_backend(&sc.link),
-    };
-    if let Err(e) = harness::run::check_backend(sc, backend) {
-        bad_input(e);
-    }
-    backend
+    harness::backend::resolve_scenario(sc).unwrap_or_else(|e| bad_input(e))
 }
 
 /// `--emu-mode` (relay when not given), checked against the run: a mode
@@ -168,9 +112,9 @@ pub fn emu_mode(
     let Some(s) = given else {
         // Linux TCP flows cannot cross the UDP relay: IP mode, or a clear
         // error saying what it needs.
-        let mode = harness::run::default_emu_mode(sc, backend);
+        let mode = harness::backend::default_emu_mode(sc, backend);
         if mode == EmuMode::Ip {
-            if let Err(e) = harness::run::check_emu_mode(sc, backend, mode) {
+            if let Err(e) = harness::backend::check_emu_mode(sc, backend, mode) {
                 bad_input(format!(
                     "this scenario has Linux TCP flows, which only the emulator's IP mode carries: {e}"
                 ));
@@ -190,7 +134,7 @@ pub fn emu_mode(
             backend.as_str()
         ));
     }
-    if let Err(e) = harness::run::check_emu_mode(sc, backend, mode) {
+    if let Err(e) = harness::backend::check_emu_mode(sc, backend, mode) {
         bad_input(e);
     }
     mode
@@ -206,7 +150,7 @@ pub fn default_out(name: &str) -> PathBuf {
 /// simulator (each simulation uses one core) and 1 on real links.
 pub fn jobs(given: Option<usize>, backend: Backend) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = given.unwrap_or(if backend == Backend::Sim { cores } else { 1 });
+    let jobs = given.unwrap_or(backend.default_jobs(cores));
     if jobs == 0 || jobs > 64 {
         bad_input(format!("--jobs: {jobs} is not from 1 to 64"));
     }

@@ -210,11 +210,7 @@ pub fn tune(a: TuneArgs) -> anyhow::Result<i32> {
     let backend =
         harness::link::Backend::parse(&cfg.backend).unwrap_or(harness::link::Backend::Sim);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = a.jobs.unwrap_or(if backend == harness::link::Backend::Sim {
-        cores
-    } else {
-        1
-    });
+    let jobs = a.jobs.unwrap_or(backend.default_jobs(cores));
     let quiet = a.quiet;
     if !quiet {
         announce(&cfg, jobs, &work);
