@@ -19,8 +19,21 @@
 
 use crate::emu::EmuMode;
 use crate::link::{Backend, LinkSpec};
-use crate::run::{RunConfig, RunError};
 use crate::scenario::Scenario;
+
+/// Why a backend cannot run a scenario here.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend cannot run what the scenario asks for.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The kernel's qdiscs cannot build this link.
+    #[error(transparent)]
+    Netem(#[from] crate::netem::NetemError),
+    /// The emulator's IP mode cannot run here.
+    #[error(transparent)]
+    Emu(#[from] crate::emu::EmuError),
+}
 
 /// The backend a link runs on: `auto` decided (netem where this host is
 /// root, its kernel has netem and the link needs nothing only the
@@ -93,14 +106,14 @@ pub fn resolve_scenario(sc: &Scenario) -> Result<Backend, String> {
 /// reproduction forces, before the simulator sees its name); netem has no
 /// cross traffic, and builds several links only as a chain of namespaces
 /// ([`crate::netem_paths::check`]).
-pub fn check(sc: &Scenario, backend: Backend) -> Result<(), RunError> {
+pub fn check(sc: &Scenario, backend: Backend) -> Result<(), BackendError> {
     sc.check_tcp_backend(backend)
-        .map_err(|e| RunError::Unsupported(e.to_string()))?;
+        .map_err(|e| BackendError::Unsupported(e.to_string()))?;
     if backend != Backend::Netem {
         return Ok(());
     }
     if !sc.cross.is_empty() {
-        return Err(RunError::Unsupported(
+        return Err(BackendError::Unsupported(
             "cross traffic ([[cross]]) runs through the userspace emulator, and the netem backend has none: run it on --link emu or --link sim".into(),
         ));
     }
@@ -126,23 +139,23 @@ pub fn default_emu_mode(sc: &Scenario, backend: Backend) -> EmuMode {
 /// `/dev/net/tun` and `ip` ([`crate::emu::tun::check`]), and has no
 /// cross traffic yet; the relay runs anywhere. Other backends ignore the
 /// mode.
-pub fn check_emu_mode(sc: &Scenario, backend: Backend, mode: EmuMode) -> Result<(), RunError> {
+pub fn check_emu_mode(sc: &Scenario, backend: Backend, mode: EmuMode) -> Result<(), BackendError> {
     if backend != Backend::Emu {
         return Ok(());
     }
-    crate::emu::wake_gap_from_env().map_err(RunError::Unsupported)?;
-    crate::emu::Priority::from_env().map_err(RunError::Unsupported)?;
+    crate::emu::wake_gap_from_env().map_err(BackendError::Unsupported)?;
+    crate::emu::Priority::from_env().map_err(BackendError::Unsupported)?;
     if mode != EmuMode::Ip {
         return Ok(());
     }
     if !sc.cross.is_empty() {
-        return Err(RunError::Unsupported(
+        return Err(BackendError::Unsupported(
             "cross traffic ([[cross]]) is not supported by --emu-mode ip yet: run the scenario with --emu-mode relay".into(),
         ));
     }
     let flows: usize = sc.flows.iter().map(|f| f.count as usize).sum();
     if flows > crate::emu::tun::MAX_ROUTES {
-        return Err(RunError::Unsupported(format!(
+        return Err(BackendError::Unsupported(format!(
             "--emu-mode ip takes at most {} flows, not {flows}",
             crate::emu::tun::MAX_ROUTES
         )));
@@ -173,25 +186,32 @@ pub enum LinkKind {
 }
 
 impl LinkKind {
-    /// How `sc`'s link is built for the run `cfg` (its backend resolved),
-    /// at the repetition with `seed`. On this host's netem, a Linux TCP
-    /// flow whose algorithm only the guest's kernel has is refused here,
-    /// naming how to run it.
-    pub fn of(sc: &Scenario, cfg: &RunConfig, seed: u64) -> Result<LinkKind, RunError> {
-        Ok(match cfg.backend {
+    /// How `sc`'s link is built on `backend` (resolved) at the repetition
+    /// with `seed`: on emu in `emu_mode`; on netem in the guest router as
+    /// `netem_router` says (`None`: as [`crate::guest_router::wanted`]
+    /// decides). On this host's netem, a Linux TCP flow whose algorithm
+    /// only the guest's kernel has is refused here, naming how to run it.
+    pub fn of(
+        sc: &Scenario,
+        backend: Backend,
+        emu_mode: EmuMode,
+        netem_router: Option<bool>,
+        seed: u64,
+    ) -> Result<LinkKind, BackendError> {
+        Ok(match backend {
             Backend::Sim => LinkKind::Simulated,
-            Backend::Emu | Backend::Auto => match cfg.emu_mode {
+            Backend::Emu | Backend::Auto => match emu_mode {
                 EmuMode::Ip => LinkKind::EmuIp,
                 EmuMode::Relay => LinkKind::EmuRelay,
             },
-            Backend::Netem if cfg.netem_router.unwrap_or_else(crate::guest_router::wanted) => {
+            Backend::Netem if netem_router.unwrap_or_else(crate::guest_router::wanted) => {
                 LinkKind::GuestRouter
             }
             Backend::Netem => {
                 let host = crate::scenario::tcp::this_kernel();
                 for (i, (_, f)) in sc.rep_flows(seed).iter().enumerate() {
                     if let Some(name) = f.tcp_cc().filter(|n| !host.has(n)) {
-                        return Err(RunError::Unsupported(format!(
+                        return Err(BackendError::Unsupported(format!(
                             "flow {i} (`{}`): this host's kernel ({}) has no TCP congestion control `{name}`; the user-mode Linux guest's has, and runs such a flow's endpoints on a netem link: --link netem on a host without netem (CCLAB_NETEM_ROUTER=guest on one with), or --vm --link netem",
                             f.cc, host.release
                         )));
@@ -236,27 +256,23 @@ mod tests {
     #[test]
     fn each_backend_and_mode_has_its_link() {
         let sc = scenario("name = \"x\"\n[link]\nrate = \"10mbit\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"newreno\"\n");
-        let mut cfg = RunConfig {
-            out: "/nonexistent".into(),
-            bin_dir: "/nonexistent".into(),
-            backend: Backend::Sim,
-            quiet: true,
-            stop: Default::default(),
-            per_packet_log: false,
-            threads: 1,
-            qlog_level: quic_app::QlogLevel::Off,
-            emu_mode: EmuMode::Relay,
-            netem_router: Some(true),
-        };
-        assert_eq!(LinkKind::of(&sc, &cfg, 1).unwrap(), LinkKind::Simulated);
-        cfg.backend = Backend::Emu;
-        assert_eq!(LinkKind::of(&sc, &cfg, 1).unwrap(), LinkKind::EmuRelay);
-        cfg.emu_mode = EmuMode::Ip;
-        assert_eq!(LinkKind::of(&sc, &cfg, 1).unwrap(), LinkKind::EmuIp);
-        cfg.backend = Backend::Netem;
-        assert_eq!(LinkKind::of(&sc, &cfg, 1).unwrap(), LinkKind::GuestRouter);
-        cfg.netem_router = Some(false);
-        assert_eq!(LinkKind::of(&sc, &cfg, 1).unwrap(), LinkKind::NetemOne);
+        let kind = |b, m, r| LinkKind::of(&sc, b, m, r, 1).unwrap();
+        let (relay, ip) = (EmuMode::Relay, EmuMode::Ip);
+        assert_eq!(kind(Backend::Sim, relay, None), LinkKind::Simulated);
+        assert_eq!(kind(Backend::Emu, relay, None), LinkKind::EmuRelay);
+        assert_eq!(kind(Backend::Emu, ip, None), LinkKind::EmuIp);
+        assert_eq!(
+            kind(Backend::Netem, relay, Some(true)),
+            LinkKind::GuestRouter
+        );
+        assert_eq!(kind(Backend::Netem, relay, Some(false)), LinkKind::NetemOne);
+        let paths = scenario(
+            "name = \"x\"\n[[links]]\nname = \"a\"\nrate = \"10mbit\"\nrtt = \"20ms\"\n[[links]]\nname = \"b\"\nrate = \"10mbit\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"newreno\"\npath = [\"a\", \"b\"]\n",
+        );
+        assert_eq!(
+            LinkKind::of(&paths, Backend::Netem, relay, Some(false), 1).unwrap(),
+            LinkKind::NetemPaths
+        );
     }
 
     #[test]

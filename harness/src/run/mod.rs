@@ -117,6 +117,17 @@ pub enum RunError {
     Unsupported(String),
 }
 
+impl From<crate::backend::BackendError> for RunError {
+    fn from(e: crate::backend::BackendError) -> RunError {
+        use crate::backend::BackendError as B;
+        match e {
+            B::Unsupported(m) => RunError::Unsupported(m),
+            B::Netem(e) => RunError::Netem(e),
+            B::Emu(e) => RunError::Emu(e),
+        }
+    }
+}
+
 impl From<crate::sim::SimError> for RunError {
     fn from(e: crate::sim::SimError) -> RunError {
         match e {

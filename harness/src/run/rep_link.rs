@@ -101,7 +101,7 @@ impl PreparedLink {
     ) -> Result<PreparedLink, RunError> {
         let mut spec = sc.link.clone();
         spec.seed = seed;
-        let built = match LinkKind::of(sc, cfg, seed)? {
+        let built = match LinkKind::of(sc, cfg.backend, cfg.emu_mode, cfg.netem_router, seed)? {
             LinkKind::Simulated => {
                 unreachable!("a simulated run builds no link of processes")
             }
