@@ -245,12 +245,14 @@ kernel-vs-plugin: bootstrap
 	$(CARGO) build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 	target/release/cclab study studies/kernel-vs-plugin.toml --publish $(STUDY_ARGS)
 
-# System calls per data packet over the whole endpoint processes (perf's
-# raw_syscalls counter, every thread): QUIC at 20 and 100 Mbit/s (NewReno,
-# CUBIC, BBRv2) and Linux TCP beside them, on the emulator, stamped with
-# the commit. Root (the TCP rows use the emulator's IP mode); about 2 min.
+# System calls per data packet over the whole endpoint processes (the
+# kernel's raw_syscalls counter, every thread, through cclab-syscount): QUIC
+# at 20 and 100 Mbit/s (NewReno, CUBIC, BBRv2) and Linux TCP beside them,
+# on the emulator's IP mode: studies/syscalls.toml, published in
+# docs/endpoint-cost.md. Root; about 2 minutes.
 syscalls: bootstrap
-	./scripts/syscalls.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
+	target/release/cclab study studies/syscalls.toml --publish $(STUDY_ARGS)
 
 # NewReno, CUBIC and BBRv2 on the emulator (20 Mbit/s, 40 ms, 1 BDP, 30 s,
 # 3 repetitions) on a quiet host and beside two busy processes, with the

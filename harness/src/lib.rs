@@ -26,5 +26,6 @@ pub mod scenario;
 pub mod sim;
 pub mod study;
 pub mod sweep;
+pub mod syscount;
 pub mod tune;
 pub mod vm;

@@ -463,3 +463,75 @@ fn ip_mode_carries_ecn_codepoints_and_marks_with_a_valid_checksum() {
     assert_eq!(count(b'0', 0x02) + count(b'0', 0x03), 40, "{got:?}");
     assert!(count(b'0', 0x03) >= 30, "{got:?}");
 }
+
+/// `--count-syscalls`: both endpoints of a QUIC flow (on the relay) and of
+/// a Linux TCP flow (in IP mode, the endpoints in namespaces, where /sys
+/// has no tracefs) are counted, each process's count written, and the sum
+/// set against the data packets the sender sent; the simulator refuses
+/// it.
+#[test]
+fn system_calls_are_counted_per_data_packet() {
+    if !common::ip_mode() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "--link",
+        "emu",
+        "--rate",
+        "20mbit",
+        "--rtt",
+        "20ms",
+        "--queue",
+        "1bdp",
+        "--duration",
+        "3s",
+        "--count-syscalls",
+    ];
+    for (cc, mode, busiest) in [
+        ("newreno", "relay", ["io_uring_enter", "recvmmsg"]),
+        ("tcp:cubic", "ip", ["recvfrom", "read"]),
+    ] {
+        let out = dir.path().join(cc.replace(':', "-"));
+        let mut args = base.to_vec();
+        args.extend(["--cc", cc, "--emu-mode", mode]);
+        let s = cclab_run(&args, &out);
+        let c = &s["repetitions"][0]["syscalls"];
+        eprintln!("{cc}: {c}");
+        assert_eq!(c["processes"], 2, "{cc}: {c}");
+        assert_eq!(c["missing"], 0, "{cc}: {c}");
+        for role in ["server", "client"] {
+            assert!(out
+                .join(format!("rep-1/syscalls/flow-0-{role}.json"))
+                .exists());
+        }
+        let packets = c["data_packets"].as_u64().unwrap();
+        let per = c["per_data_packet"].as_f64().unwrap();
+        // 20 Mbit/s for 3 s is about 5,000 packets; each costs the
+        // endpoints at least a receive, at most a few dozen calls.
+        assert!(packets > 2000, "{cc}: {c}");
+        assert!((0.5..30.0).contains(&per), "{cc}: {c}");
+        let named: u64 = busiest
+            .iter()
+            .map(|n| c["by_name"][n].as_u64().unwrap_or(0))
+            .sum();
+        assert!(named as f64 > 0.3 * packets as f64, "{cc}: {c}");
+    }
+    let o = cclab()
+        .args([
+            "run",
+            "--link",
+            "sim",
+            "--count-syscalls",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.path().join("sim"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--count-syscalls"),
+        "{err}"
+    );
+}

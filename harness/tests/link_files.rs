@@ -152,6 +152,7 @@ fn the_cellular_scenarios_follow_their_traces_on_sim() {
             qlog_level: quic_app::QlogLevel::Off,
             emu_mode: harness::emu::EmuMode::Relay,
             netem_router: None,
+            count_syscalls: false,
         };
         let s = harness::run::run(&sc, &cfg).unwrap();
         let r = &s.repetitions[0];

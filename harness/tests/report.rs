@@ -32,6 +32,7 @@ fn sim_cfg(out: &Path) -> RunConfig {
         qlog_level: quic_app::QlogLevel::Core,
         emu_mode: harness::emu::EmuMode::Relay,
         netem_router: None,
+        count_syscalls: false,
     }
 }
 

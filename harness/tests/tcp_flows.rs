@@ -109,6 +109,7 @@ fn config(out: &Path, bin_dir: PathBuf, backend: Backend) -> RunConfig {
         qlog_level: quic_app::QlogLevel::Metrics,
         emu_mode: harness::emu::EmuMode::Relay,
         netem_router: None,
+        count_syscalls: false,
     }
 }
 

@@ -49,6 +49,7 @@ fn run_cfg(work: &Path) -> RunConfig {
         per_packet_log: true,
         emu_mode: harness::emu::EmuMode::Relay,
         netem_router: None,
+        count_syscalls: false,
     }
 }
 

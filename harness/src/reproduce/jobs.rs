@@ -46,6 +46,9 @@ pub struct Host {
     /// How emu's packets reach it (`host.emu_mode`: `relay` or `ip`;
     /// None: the run's default).
     pub emu_mode: Option<crate::emu::EmuMode>,
+    /// Count the endpoints' system calls (`host.count_syscalls`,
+    /// `RunConfig::count_syscalls`).
+    pub count_syscalls: bool,
 }
 
 impl Host {
@@ -62,6 +65,9 @@ impl Host {
         }
         if let Some(m) = self.emu_mode {
             t += &format!("emu_mode={}\n", m.as_str());
+        }
+        if self.count_syscalls {
+            t += "count_syscalls=true\n";
         }
         t
     }
@@ -474,6 +480,8 @@ fn run_job(
             .emu_mode
             .unwrap_or_else(|| crate::backend::default_emu_mode(&j.scenario, backend)),
         netem_router: j.host.netem_router,
+        // Real links only: a simulated point has no processes to count.
+        count_syscalls: j.host.count_syscalls && backend.real_time(),
     };
     let spinners = match Spinners::start(j.host.busy) {
         Ok(s) => s,

@@ -345,17 +345,22 @@ pub const METRICS: &[&str] = &[
     "ss_reason",
     "ss_fill_ms",
     "ss_late_rtts",
+    "syscalls_per_packet",
 ];
 
 /// Whether `m` names a metric: one of [`METRICS`], `last:NAME`, the
 /// last value the senders' qlog gave their controller's metric NAME
 /// (`last:bbr_max_bw_bps`), or `entered:STATE`, how many times the
-/// senders entered congestion state STATE (`entered:probe_rtt`).
+/// senders entered congestion state STATE (`entered:probe_rtt`), or
+/// `syscalls:NAME`, the endpoints' calls of NAME per data packet (one of
+/// [`crate::syscount::NAMED`]).
 pub fn is_metric(m: &str) -> bool {
     METRICS.contains(&m)
         || ["last:", "entered:"]
             .iter()
             .any(|p| m.strip_prefix(p).is_some_and(|n| !n.is_empty()))
+        || m.strip_prefix("syscalls:")
+            .is_some_and(|n| crate::syscount::NAMED.contains(&n))
 }
 
 /// The signals a time-series figure may draw.

@@ -414,6 +414,19 @@ fn link_value(
         "jain" => return Ok(Some(opt(r.jain_fairness))),
         "cpu_busy" => return Ok(Some(100.0 * opt(r.cpu_busy))),
         "guest_cpu_busy" => return Ok(Some(100.0 * opt(r.guest_cpu_busy))),
+        "syscalls_per_packet" => {
+            return Ok(Some(opt(r
+                .syscalls
+                .as_ref()
+                .and_then(|s| s.per_data_packet))))
+        }
+        m if m.starts_with("syscalls:") => {
+            let name = &m["syscalls:".len()..];
+            return Ok(Some(opt(r.syscalls.as_ref().and_then(|s| {
+                let calls = *s.by_name.get(name)?;
+                (s.per_data_packet.is_some()).then(|| calls as f64 / s.data_packets as f64)
+            }))));
+        }
         m if is_flow_metric(m) => return Ok(None),
         _ => {}
     }
@@ -619,12 +632,13 @@ const LINK_METRICS: &[&str] = &[
     "jain",
     "cpu_busy",
     "guest_cpu_busy",
+    "syscalls_per_packet",
     "recovery_s",
     "unrecovered",
 ];
 
 fn is_flow_metric(m: &str) -> bool {
-    !LINK_METRICS.contains(&m)
+    !LINK_METRICS.contains(&m) && !m.starts_with("syscalls:")
 }
 
 /// Whether flow `f` (a repetition's flow record) is selected by `sel`:

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::results::{BottleneckResult, FlowResult, LinkResult, Recovery, RepResult, RttMs};
+use super::results::{
+    BottleneckResult, FlowResult, LinkResult, Recovery, RepResult, RttMs, SyscallResult,
+};
 use crate::bottleneck;
 use crate::emu::Counters;
 use crate::link::Dir;
@@ -48,6 +50,9 @@ pub(super) struct RepEnd {
     pub cpu_busy: Option<f64>,
     /// The guest router's CPU share (netem in the guest).
     pub guest_cpu_busy: Option<f64>,
+    /// Endpoint processes started through the system call counter (0
+    /// when the run does not count).
+    pub processes: u32,
 }
 
 /// [`collect_rep`] with what the backend measured itself.
@@ -71,7 +76,44 @@ pub(super) fn rep_result(sc: &Scenario, rep: u32, dir: &Path, end: RepEnd) -> Re
     r.emu_scheduling = end.emu_scheduling;
     r.cpu_busy = end.cpu_busy;
     r.guest_cpu_busy = end.guest_cpu_busy;
+    r.syscalls = syscall_result(
+        &r.flows,
+        &dir.join(super::endpoints::SYSCALLS_DIR),
+        end.processes,
+    );
     r
+}
+
+/// The repetition's system call counts (`syscalls/`, where the run
+/// counted them) against its senders' data packets; `started` endpoint
+/// processes were started through the counter.
+fn syscall_result(flows: &[FlowResult], dir: &Path, started: u32) -> Option<SyscallResult> {
+    if !dir.is_dir() {
+        return None;
+    }
+    let counts = match crate::syscount::read_dir(dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cclab: warning: {e}");
+            Vec::new()
+        }
+    };
+    let mut r = SyscallResult {
+        processes: counts.len() as u32,
+        missing: started.saturating_sub(counts.len() as u32),
+        ..SyscallResult::default()
+    };
+    for (_, c) in &counts {
+        r.calls += c.calls;
+        for (n, k) in &c.by_name {
+            *r.by_name.entry(n.clone()).or_default() += k;
+        }
+    }
+    let packets: Option<u64> = flows.iter().map(|f| f.data_packets_sent).sum();
+    r.data_packets = packets.unwrap_or(0);
+    r.per_data_packet =
+        (r.missing == 0 && r.data_packets > 0).then(|| r.calls as f64 / r.data_packets as f64);
+    Some(r)
 }
 
 /// The results of one repetition from its files: per flow from
@@ -269,6 +311,7 @@ fn add_tcp_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, re
     }
     if let Some(info) = tcp_final_info(&tx) {
         r.retransmitted_packets = info["total_retrans"].as_u64();
+        r.data_packets_sent = info["data_segs_out"].as_u64();
         if let (Some(b), Some(n)) = (info["bytes_sent"].as_f64(), info["data_segs_out"].as_f64()) {
             if n > 0.0 {
                 r.data_packet_bytes_mean = Some(b / n);
@@ -391,6 +434,7 @@ fn add_qlog_figures(r: &mut FlowResult, direction: Direction, flow_dir: &Path, r
         // The rate needs the packets sent, which only a qlog with
         // per-packet events counts.
         r.loss_rate = (s.packets.data_packets > 0).then_some(s.loss.rate);
+        r.data_packets_sent = (s.packets.data_packets > 0).then_some(s.packets.data_packets);
         r.cwnd_mean = s.cwnd.as_ref().map(|c| c.mean);
         r.cwnd_cv = s.cwnd.as_ref().map(|c| c.cv);
         r.slow_start = s.slow_start.clone();

@@ -23,6 +23,9 @@ pub(super) struct Binaries {
     pub client: PathBuf,
     /// Checked only when a TCP flow starts ([`Binaries::tcp`]).
     tcp: PathBuf,
+    /// `cclab-syscount`, through which every endpoint starts when the
+    /// run counts system calls (`RunConfig::count_syscalls`).
+    syscount: Option<PathBuf>,
 }
 
 impl Binaries {
@@ -33,7 +36,18 @@ impl Binaries {
             server: cfg.bin_dir.join("quic-server"),
             client: cfg.bin_dir.join("quic-client"),
             tcp: cfg.bin_dir.join(TCP_BULK),
+            syscount: cfg
+                .count_syscalls
+                .then(|| cfg.bin_dir.join(crate::syscount::PROGRAM)),
         };
+        if let Some(b) = &bins.syscount {
+            if cfg.backend.real_time() && !b.exists() {
+                return Err(RunError::Unsupported(format!(
+                    "{} not found: --count-syscalls starts every endpoint through it; build it with `cargo build --release -p harness` (`make build` builds it too), or set CCLAB_BIN_DIR to where it is",
+                    b.display()
+                )));
+            }
+        }
         for b in [&bins.server, &bins.client] {
             if cfg.backend.real_time() && !b.exists() {
                 return Err(RunError::MissingBinary(b.clone()));
@@ -54,6 +68,9 @@ impl Binaries {
         )))
     }
 }
+
+/// Where a repetition's system call counts go (`rep-N/syscalls/`).
+pub const SYSCALLS_DIR: &str = "syscalls";
 
 /// The program of Linux TCP flows.
 pub const TCP_BULK: &str = "tcp-bulk";
@@ -90,6 +107,9 @@ pub(super) struct Endpoints<'a> {
     /// `qlog-scenario.json`: what both ends' qlogs say the run was taken
     /// under.
     event_file: PathBuf,
+    /// Where each endpoint's system call count goes
+    /// (`rep-N/syscalls/flow-I-ROLE.json`), when the run counts them.
+    syscalls_dir: Option<PathBuf>,
 }
 
 impl<'a> Endpoints<'a> {
@@ -107,11 +127,16 @@ impl<'a> Endpoints<'a> {
             &event_file,
             serde_json::to_vec(event).map_err(std::io::Error::from)?,
         )?;
+        let syscalls_dir = bins.syscount.as_ref().map(|_| dir.join(SYSCALLS_DIR));
+        if let Some(d) = &syscalls_dir {
+            std::fs::create_dir_all(d)?;
+        }
         Ok(Endpoints {
             bins,
             places,
             qlog_level,
             event_file,
+            syscalls_dir,
         })
     }
 
@@ -154,7 +179,11 @@ impl<'a> Endpoints<'a> {
         std::fs::create_dir_all(dir)?;
         let records = dir.join(TCP_SERVER_FILE);
         let listen = format!("{}:0", place.server_ip);
-        let mut cmd = self.command(Some(place.server_ns.as_str()), bin);
+        let mut cmd = self.command(
+            Some(place.server_ns.as_str()),
+            bin,
+            &format!("flow-{i}-server"),
+        )?;
         cmd.args(["server", "--listen", listen.as_str(), "--samples"])
             .arg(&records);
         // The listener takes the flow's algorithm too: one that needs ECN
@@ -184,7 +213,29 @@ impl<'a> Endpoints<'a> {
         })
     }
 
-    fn command(&self, ns: Option<&str>, bin: &Path) -> Command {
+    /// The command that starts `bin` in namespace `ns` (this host's own
+    /// without one), through `cclab-syscount` when the run counts system
+    /// calls (its count in `syscalls/ROLE.json`). Counting is refused for
+    /// endpoints in the guest, whose kernel is not this one.
+    fn command(&self, ns: Option<&str>, bin: &Path, role: &str) -> Result<Command, RunError> {
+        let (Some(counter), Some(dir)) = (&self.bins.syscount, &self.syscalls_dir) else {
+            return Ok(self.command_in(ns, bin));
+        };
+        if ns.is_some_and(|n| n.starts_with(crate::guest_router::GUEST_NS)) {
+            return Err(RunError::Unsupported(format!(
+                "{role} runs in the user-mode Linux guest (a Linux TCP algorithm only its kernel has), where --count-syscalls cannot count: count a flow whose endpoints run on this host"
+            )));
+        }
+        let mut c = self.command_in(ns, counter);
+        c.arg(dir.join(format!("{role}.json"))).arg("--").arg(bin);
+        // The ids from here: a namespace's /sys has no tracefs.
+        let ids = crate::syscount::ids_env()
+            .map_err(|e| RunError::Unsupported(format!("--count-syscalls: {e}")))?;
+        c.env(crate::syscount::IDS_ENV, ids);
+        Ok(c)
+    }
+
+    fn command_in(&self, ns: Option<&str>, bin: &Path) -> Command {
         match ns {
             // An endpoint in the guest router (a Linux TCP algorithm only
             // the guest's kernel has).
@@ -216,7 +267,11 @@ impl<'a> Endpoints<'a> {
             Some(p) => format!("{}:0", p.server_ip),
             None => "127.0.0.1:0".to_string(),
         };
-        let mut cmd = self.command(place.map(|p| p.server_ns.as_str()), bin);
+        let mut cmd = self.command(
+            place.map(|p| p.server_ns.as_str()),
+            bin,
+            &format!("flow-{i}-server"),
+        )?;
         cmd.args([
             "--listen",
             listen.as_str(),
@@ -260,7 +315,8 @@ impl<'a> Endpoints<'a> {
         let run_ns = f.run_ns(sc.duration_ns);
         let ns = self.places.as_ref().map(|p| p[i].client_ns.as_str());
         if let Some(name) = f.tcp_cc() {
-            let mut cmd = self.command(ns, self.bins.tcp(i, &f.cc)?);
+            let mut cmd =
+                self.command(ns, self.bins.tcp(i, &f.cc)?, &format!("flow-{i}-client"))?;
             cmd.args(["client", "--connect", &addr.to_string(), "--cc", name])
                 .arg(match f.direction {
                     Direction::Download => "--download",
@@ -275,7 +331,7 @@ impl<'a> Endpoints<'a> {
                 .arg(fdir.join(TCP_CLIENT_FILE));
             return self.start_client(cmd, i, fdir);
         }
-        let mut cmd = self.command(ns, &self.bins.client);
+        let mut cmd = self.command(ns, &self.bins.client, &format!("flow-{i}-client"))?;
         cmd.arg(format!("https://{addr}{}", f.request_path()));
         if f.direction == Direction::Upload {
             cmd.args(["--upload", &f.bytes().to_string(), "--cc", &f.cc]);
@@ -474,6 +530,7 @@ mod tests {
             server: dir.path().join("no-such-quic-server"),
             client: dir.path().join("no-such-quic-client"),
             tcp: PathBuf::from("/bin/sh"),
+            syscount: None,
         };
         let ends = Endpoints::prepare(
             &bins,

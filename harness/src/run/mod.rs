@@ -48,7 +48,7 @@ pub use collect::{collect_rep, EndedFlow};
 pub use result_dir::{metadata, now_rfc3339, partial_dir};
 pub use results::{
     BottleneckResult, FctClass, FlowResult, FlowSummary, LinkResult, LinkSummary, Recovery,
-    RepResult, RttMs, RunSummary, SummaryError, SUMMARY_SCHEMA,
+    RepResult, RttMs, RunSummary, SummaryError, SyscallResult, SUMMARY_SCHEMA,
 };
 pub use summary::{mean_ci, summarize};
 
@@ -80,6 +80,11 @@ pub struct RunConfig {
     /// as [`crate::guest_router::wanted`] decides (`None`: the guest
     /// where this kernel has no netem, or `CCLAB_NETEM_ROUTER`).
     pub netem_router: Option<bool>,
+    /// Start every endpoint through `cclab-syscount`, which counts its
+    /// system calls (every thread, exec to exit; `rep-N/syscalls/`), and
+    /// report them per data packet (`RepResult::syscalls`). Real links
+    /// only: the simulator has no processes and ignores it.
+    pub count_syscalls: bool,
 }
 
 /// Why a run failed.

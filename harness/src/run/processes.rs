@@ -120,6 +120,11 @@ fn run_rep(
         emu_scheduling: emu_report.as_ref().map(|e| e.scheduling.clone()),
         cpu_busy,
         guest_cpu_busy,
+        processes: if cfg.count_syscalls {
+            (servers.len() + run.clients.len()) as u32
+        } else {
+            0
+        },
     };
     Ok(rep_result(sc, rep, dir, end))
 }

@@ -37,6 +37,10 @@ pub struct FlowResult {
     pub bytes: u64,
     /// Payload goodput, bit/s (client's measurement).
     pub goodput_bps: f64,
+    /// Data packets its sender sent (a count of system calls per data
+    /// packet needs it); not written to `summary.json`.
+    #[serde(skip)]
+    pub data_packets_sent: Option<u64>,
     /// Goodput from the receiver's qlog, bit/s.
     pub qlog_goodput_bps: Option<f64>,
     /// A flow of several requests (`requests`): seconds from its first
@@ -230,6 +234,34 @@ pub struct RepResult {
     /// absent elsewhere. Near 1 the router, not the link, set the pace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guest_cpu_busy: Option<f64>,
+    /// The endpoints' system calls (`--count-syscalls`); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syscalls: Option<SyscallResult>,
+}
+
+/// The system calls of a repetition's endpoint processes (every server
+/// and client, every thread, exec to exit), against the data packets
+/// their flows' senders sent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SyscallResult {
+    /// Endpoint processes counted.
+    pub processes: u32,
+    /// Endpoint processes started but not counted (a counter that did
+    /// not write: the wrapper was killed). `per_data_packet` is absent
+    /// when any is missing.
+    pub missing: u32,
+    /// Every system call they made.
+    pub calls: u64,
+    /// Data packets the senders sent: QUIC packets with stream data (the
+    /// sender's qlog), Linux TCP's `data_segs_out`.
+    pub data_packets: u64,
+    /// `calls / data_packets`.
+    pub per_data_packet: Option<f64>,
+    /// Some of the calls by name, summed over the processes
+    /// ([`crate::syscount::NAMED`]).
+    pub by_name: BTreeMap<String, u64>,
 }
 
 /// A flow averaged over repetitions, with 95% confidence half-widths.

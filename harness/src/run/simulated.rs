@@ -118,6 +118,8 @@ fn run_rep(
         // Virtual time: the CPU decides nothing.
         cpu_busy: None,
         guest_cpu_busy: None,
+        // No processes to count.
+        processes: 0,
     };
     Ok((rep_result(sc, rep, dir, end), line))
 }

@@ -1120,7 +1120,9 @@ fn plan(s: &Study, out: &Path, opts: &Options) -> Result<(Vec<Job>, Vec<Skipped>
 /// How the host runs a point: its `host.` fields (the last of each
 /// given): `host.busy` (busy processes beside the run, 0 to 64),
 /// `host.netem_router` (`guest`, `host` or `auto`: where a netem link
-/// runs) and `host.emu_mode` (`relay` or `ip`); any other is refused.
+/// runs), `host.emu_mode` (`relay` or `ip`) and `host.count_syscalls`
+/// (true: the endpoints' system calls counted, on real links); any other
+/// is refused.
 fn host_setup(host: &[(String, toml::Value)], source: &str) -> Result<jobs::Host, StudyError> {
     let mut h = jobs::Host::default();
     for (k, v) in host {
@@ -1150,9 +1152,14 @@ fn host_setup(host: &[(String, toml::Value)], source: &str) -> Result<jobs::Host
                     || bad(format!("`{v}` is not one of {}", crate::emu::EmuMode::NAMES)),
                 )?)
             }
+            "host.count_syscalls" => {
+                h.count_syscalls = v
+                    .as_bool()
+                    .ok_or_else(|| bad(format!("`{v}` is not true or false")))?
+            }
             _ => {
                 return Err(bad(
-                    "the host fields are host.busy (busy processes beside each run), host.netem_router (guest, host, auto) and host.emu_mode (relay, ip)".into(),
+                    "the host fields are host.busy (busy processes beside each run), host.netem_router (guest, host, auto), host.emu_mode (relay, ip) and host.count_syscalls (true, false)".into(),
                 )
                 .into())
             }
@@ -1167,7 +1174,7 @@ const PACKET_METRICS: &[&str] = &["data_packet_bytes", "small_share", "acks_per_
 
 /// The qlog level experiment `ei`'s runs need: off unless a goal, table
 /// or figure there reads the senders' qlog; then `level`, at least `core`
-/// for the per-packet metrics.
+/// for the per-packet metrics (and system calls per data packet).
 fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::QlogLevel {
     use quic_app::QlogLevel;
     let (metrics, qlog) = metrics_read(s, ei);
@@ -1183,7 +1190,12 @@ fn qlog_level(s: &Study, ei: usize, level: quic_app::QlogLevel) -> quic_app::Qlo
             l => l,
         };
     }
-    if metrics.iter().any(|m| PACKET_METRICS.contains(m)) {
+    // System calls are counted per data packet, which the sender's
+    // per-packet events count.
+    if metrics
+        .iter()
+        .any(|m| PACKET_METRICS.contains(m) || m.starts_with("syscalls"))
+    {
         return match level {
             QlogLevel::Off | QlogLevel::Metrics => QlogLevel::Core,
             l => l,

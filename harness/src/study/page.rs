@@ -23,6 +23,7 @@ pub fn unit(metric: &str) -> &'static str {
         "queue_pkts" => "packets",
         "completion_s" | "recovery_s" => "s",
         "data_packet_bytes" => "B",
+        m if m == "syscalls_per_packet" || m.starts_with("syscalls:") => "per data packet",
         _ => "",
     }
 }

@@ -228,6 +228,12 @@ fn host_fields_are_busy_processes_a_router_an_emu_mode_or_refused() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("tap") && e.contains("relay, ip"), "{e}");
+    let c = host_setup(&v("host.count_syscalls", true.into()), "s").unwrap();
+    assert!(c.count_syscalls);
+    let e = host_setup(&v("host.count_syscalls", "yes".into()), "s")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("true or false"), "{e}");
     let e = host_setup(&v("host.cpus", 1.into()), "s")
         .unwrap_err()
         .to_string();

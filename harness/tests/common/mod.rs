@@ -23,6 +23,7 @@ pub fn sim_config(out: &Path, qlog_level: quic_app::QlogLevel) -> RunConfig {
         qlog_level,
         emu_mode: harness::emu::EmuMode::Relay,
         netem_router: None,
+        count_syscalls: false,
     }
 }
 

@@ -136,6 +136,7 @@ fn run_alg(
         per_packet_log: false,
         emu_mode: harness::emu::EmuMode::Relay,
         netem_router: None,
+        count_syscalls: false,
     };
     match harness::run::run(&sc, &cfg) {
         Ok(s) => {

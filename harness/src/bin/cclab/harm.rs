@@ -104,6 +104,7 @@ pub fn harm(a: &HarmArgs) -> anyhow::Result<i32> {
         // Linux TCP flows (`tcp:NAME`) need the emulator's IP mode.
         emu_mode: crate::common::emu_mode(None, &sc, backend),
         netem_router: None,
+        count_syscalls: false,
     };
     let r = harness::harm::run_harm(&plan, &cfg)?;
     if a.json {

@@ -41,6 +41,14 @@ pub struct RunArgs {
     /// /dev/net/tun).
     #[arg(long, value_name = "MODE")]
     emu_mode: Option<String>,
+    /// Count the endpoints' system calls (every server and client
+    /// process, every thread, exec to exit, with the kernel's
+    /// raw_syscalls:sys_enter counter through `cclab-syscount`) and
+    /// report them per data packet (`syscalls` in each repetition of
+    /// summary.json). Real links only; needs root (or
+    /// kernel.perf_event_paranoid at most 1) and tracefs.
+    #[arg(long)]
+    count_syscalls: bool,
     /// Skip emu's per-packet log (samples are still written).
     #[arg(long)]
     no_packet_log: bool,
@@ -89,6 +97,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let sc = build_scenario(&a);
     let backend = resolve_scenario_backend(&sc);
     let emu_mode = emu_mode(a.emu_mode.as_deref(), &sc, backend);
+    if a.count_syscalls && !backend.real_time() {
+        bad_input("--count-syscalls counts the endpoint processes of a real link (--link emu or netem); the simulator (--link sim) runs none");
+    }
     let out = a.out.clone().unwrap_or_else(|| default_out(&sc.name));
     refuse_complete(&out);
     let stop = stop_flag()?;
@@ -103,6 +114,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         per_packet_log: !a.no_packet_log,
         emu_mode,
         netem_router: None,
+        count_syscalls: a.count_syscalls,
     };
     match harness::run::run(&sc, &cfg) {
         Ok(s) => {
@@ -360,4 +372,26 @@ fn print_summary(s: &RunSummary) {
         s.bottleneck.drops,
         s.jain_fairness.map_or("-".into(), |j| format!("{j:.3}"))
     );
+    for r in &s.repetitions {
+        let Some(c) = &r.syscalls else { continue };
+        let busiest: Vec<String> = {
+            let mut v: Vec<_> = c.by_name.iter().filter(|(_, &k)| k > 0).collect();
+            v.sort_by(|a, b| b.1.cmp(a.1));
+            v.iter().take(4).map(|(n, k)| format!("{n} {k}")).collect()
+        };
+        println!(
+            "  system calls (rep {}): {} by {} endpoint processes{} for {} data packets: {} per data packet ({})",
+            r.rep,
+            c.calls,
+            c.processes,
+            if c.missing > 0 {
+                format!(" ({} not counted)", c.missing)
+            } else {
+                String::new()
+            },
+            c.data_packets,
+            c.per_data_packet.map_or("-".into(), |p| format!("{p:.2}")),
+            busiest.join(", ")
+        );
+    }
 }

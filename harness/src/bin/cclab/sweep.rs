@@ -74,6 +74,7 @@ pub fn sweep(a: &SweepArgs) -> anyhow::Result<i32> {
         per_packet_log: !a.no_packet_log,
         emu_mode: harness::emu::EmuMode::Relay,
         netem_router: None,
+        count_syscalls: false,
     };
     if !a.quiet {
         eprintln!(

@@ -232,6 +232,7 @@ pub fn tune(a: TuneArgs) -> anyhow::Result<i32> {
             per_packet_log: true,
             emu_mode: harness::emu::EmuMode::Relay,
             netem_router: None,
+            count_syscalls: false,
         },
         jobs,
         shard,
