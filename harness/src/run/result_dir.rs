@@ -26,7 +26,7 @@ pub fn metadata(
         "cclab_version": env!("CARGO_PKG_VERSION"),
         "git_revision": env!("CCLAB_GIT_REV"),
         "rustc": env!("CCLAB_RUSTC"),
-        "quiche": "0.30.0 + patches/quiche-0.30.0-cc-plugin.patch",
+        "quiche": "0.30.0 + patches/quiche/series",
         "quiche_patch_sha256": patch.trim(),
         "kernel": kernel,
         "backend": backend.as_str(),
