@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures rtt-fairness-map cellular bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load high-rates guest-router lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce publish-reproduction demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures rtt-fairness-map cellular bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu netem-run kernel-vs-plugin coexistence syscalls host-load high-rates guest-router lint clean
 
 all: build
 
@@ -90,6 +90,13 @@ reproduce-quick: bootstrap
 reproduce: bootstrap
 	$(CARGO) build --release -p harness -p quic-server -p quic-client
 	./target/release/cclab reproduce all
+
+# The full reproduction in results/reproduce (made by `make reproduce` with
+# this build, every run from scratch, from a clean tree) into
+# docs/reproduction/, with the quick figures make test compares against.
+publish-reproduction: bootstrap
+	$(CARGO) build --release -p harness -p quic-server -p quic-client
+	./target/release/cclab reproduce --publish results/reproduce $(PUBLISH_ARGS)
 
 # The main job: every registered algorithm alone on the default link
 # (20 Mbit/s, 40 ms RTT, 1 BDP drop-tail) on the userspace emulator; prints a

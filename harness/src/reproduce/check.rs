@@ -186,7 +186,7 @@ pub fn compare(now: &Fingerprint, published: &Fingerprint) -> Result<String, Str
     }
     let show = |f: Option<&Vec<Figure>>| f.map_or("absent".to_string(), |v| format!("{v:?}"));
     let mut e = format!(
-        "docs/reproduction/ predates a change that alters what runs measure: {} of {} claims' quick figures differ from those of the published build ({}; now {}). Re-publish: `make reproduce && python3 scripts/publish-reproduction.py`.",
+        "docs/reproduction/ predates a change that alters what runs measure: {} of {} claims' quick figures differ from those of the published build ({}; now {}). Re-publish: `make reproduce && make publish-reproduction`.",
         moved.len(),
         now.claims.len(),
         published.builds.join(", "),

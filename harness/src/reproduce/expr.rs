@@ -37,14 +37,22 @@ use std::fmt;
 pub type Row = BTreeMap<String, Stat>;
 
 /// A measured quantity: mean and 95% CI half-width over `n` repetitions.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stat {
-    /// Mean.
+    /// Mean (written as null when it is not a number, and read back so).
+    #[serde(deserialize_with = "nan_if_null")]
     pub mean: f64,
     /// 95% confidence half-width (0 with one repetition).
+    #[serde(deserialize_with = "nan_if_null")]
     pub ci95: f64,
     /// Repetitions.
     pub n: usize,
+}
+
+/// A number that JSON wrote as null (serde_json writes NaN so) read back
+/// as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(<Option<f64> as serde::Deserialize>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl Stat {

@@ -17,6 +17,7 @@ pub(crate) mod figures;
 pub(crate) mod jobs;
 pub mod manifest;
 pub mod metrics;
+pub mod publish;
 pub mod quote;
 pub(crate) mod validate;
 mod writeup;
@@ -60,7 +61,7 @@ pub struct Options {
 }
 
 /// One measured value of a claim.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Measured {
     /// The claim's label.
     pub label: String,
@@ -73,7 +74,7 @@ pub struct Measured {
 }
 
 /// A claim and its verdict.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct ClaimResult {
     /// Identifier.
     pub id: String,
@@ -193,7 +194,7 @@ impl Build {
 }
 
 /// One paper's reproduction.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct PaperResult {
     /// Short name.
     pub paper: String,
@@ -225,13 +226,19 @@ pub struct PaperResult {
     pub sensitivity: Vec<Sensitivity>,
     /// Figures written (file names in the paper's directory).
     pub figures: Vec<String>,
-    /// The paper's output directory.
+    /// The paper's output directory (none where published: a path on the
+    /// machine that made it).
+    #[serde(default, skip_serializing_if = "path_is_empty")]
     pub dir: PathBuf,
+}
+
+fn path_is_empty(p: &Path) -> bool {
+    p.as_os_str().is_empty()
 }
 
 /// One sensitivity experiment: its base experiment's claims evaluated on
 /// its runs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Sensitivity {
     /// The sensitivity experiment.
     pub experiment: String,

@@ -13,7 +13,7 @@ use crate::common::{bad_input, bin_dir, jobs, measured_qlog_level, stop_flag};
 #[derive(clap::Args)]
 pub struct ReproduceArgs {
     /// A paper (a directory of scenarios/reproduce/; `--list` shows them), several, or `all`.
-    #[arg(required_unless_present = "check_published")]
+    #[arg(required_unless_present_any = ["check_published", "publish"])]
     papers: Vec<String>,
     /// Output root: each paper writes OUT/<paper>/ (claims.json,
     /// REPRODUCTION.md, figures, runs/). Re-running resumes.
@@ -67,12 +67,30 @@ pub struct ReproduceArgs {
     /// say, and exit; no paper runs.
     #[arg(long, value_name = "DIR")]
     check_published: Option<PathBuf>,
+    /// Publish the full reproduction in SRC (a `cclab reproduce all`
+    /// output) into --publish-to: each paper's REPRODUCTION.md,
+    /// claims.json (with the commits its runs were made at) and figures,
+    /// and an index; then run `all --quick` with this build and write its
+    /// figures into quick-figures.json there (what `make test` compares a
+    /// fresh quick run with). Refuses quick runs, reused runs, and runs
+    /// from a tree with uncommitted changes (unless --allow-dirty).
+    #[arg(long, value_name = "SRC")]
+    publish: Option<PathBuf>,
+    /// Where --publish writes.
+    #[arg(long, value_name = "DIR", default_value = "docs/reproduction")]
+    publish_to: PathBuf,
+    /// --publish runs made from a tree with uncommitted changes.
+    #[arg(long)]
+    allow_dirty: bool,
 }
 
 /// `cclab reproduce`.
 pub fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &a.check_published {
         return check_published(dir);
+    }
+    if let Some(src) = &a.publish {
+        return publish(a, src);
     }
     let chosen = choose_papers(a);
     if a.list {
@@ -141,7 +159,7 @@ pub fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
                 .map_err(|e| anyhow::anyhow!("{}: not a fingerprint: {e}", f.display()))?,
             Err(e) => {
                 eprintln!(
-                    "cclab reproduce: fingerprint: {}: {e}; publish with `make reproduce && python3 scripts/publish-reproduction.py`",
+                    "cclab reproduce: fingerprint: {}: {e}; publish with `make reproduce && make publish-reproduction`",
                     f.display()
                 );
                 return Ok(1);
@@ -156,6 +174,35 @@ pub fn reproduce(a: &ReproduceArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if bad { 1 } else { 0 })
+}
+
+/// `--publish SRC`: the pages, then the quick figures of this build.
+fn publish(a: &ReproduceArgs, src: &std::path::Path) -> anyhow::Result<i32> {
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| env!("CCLAB_GIT_REV").to_string());
+    let date = harness::run::now_rfc3339()[..10].to_string();
+    let names = reproduce::publish::publish(src, &a.publish_to, a.allow_dirty, &commit, &date)
+        .unwrap_or_else(|e| bad_input(format!("--publish: {e}")));
+    eprintln!(
+        "cclab reproduce: published {} paper(s) into {}; now the quick figures of this build",
+        names.len(),
+        a.publish_to.display()
+    );
+    let quick = PathBuf::from("target/reproduce-publish-quick");
+    let _ = std::fs::remove_dir_all(&quick);
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .args(["reproduce", "all", "--quick", "--quiet", "--out"])
+        .arg(&quick)
+        .arg("--fingerprint-write")
+        .arg(a.publish_to.join("quick-figures.json"))
+        .stdout(std::process::Stdio::null())
+        .status()?;
+    Ok(if status.success() { 0 } else { 1 })
 }
 
 /// `--check-published DIR`.
