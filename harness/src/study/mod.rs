@@ -328,6 +328,20 @@ pub struct Overrides {
     pub duration: Option<String>,
 }
 
+/// An `--axis` value that is not one of the axis's labels: an integer, a
+/// float or a boolean where it reads as one, else text.
+fn axis_value(v: &str) -> toml::Value {
+    if let Ok(i) = v.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Some(f) = v.parse::<f64>().ok().filter(|f| f.is_finite()) {
+        toml::Value::Float(f)
+    } else if let Ok(b) = v.parse::<bool>() {
+        toml::Value::Boolean(b)
+    } else {
+        toml::Value::String(v.to_string())
+    }
+}
+
 /// A states figure's own fields: panels, and one run at most.
 fn check_states(what: &str, f: &StudyFigure) -> Result<(), String> {
     if f.panels.is_empty() || f.panels.iter().any(|p| p.is_empty()) {
@@ -720,11 +734,19 @@ impl Study {
         }
         for (name, values) in &o.axes {
             let n = self.replace_axis(name, |a| {
-                a.values = values
+                // A value given as one of the axis's labels is that
+                // label's value (`--axis load=quiet`); any other is a
+                // number or a boolean where it reads as one
+                // (`--axis load=0`), else text.
+                let given: Vec<(toml::Value, String)> = values
                     .iter()
-                    .map(|v| toml::Value::String(v.clone()))
+                    .map(|v| match a.labels.iter().position(|l| l == v) {
+                        Some(i) if i < a.values.len() => (a.values[i].clone(), v.clone()),
+                        _ => (axis_value(v), v.clone()),
+                    })
                     .collect();
-                a.labels.clear();
+                a.values = given.iter().map(|(v, _)| v.clone()).collect();
+                a.labels = given.into_iter().map(|(_, l)| l).collect();
                 a.x.clear();
             });
             if n == 0 {

@@ -173,6 +173,37 @@ fn cc_replaces_the_candidates_and_keeps_the_references() {
     assert!(e.contains("--axis") && e.contains("backend, cc"), "{e}");
 }
 
+/// `--axis` takes an axis's label for its value (`load=quiet` is 0), and
+/// a number as a number (`load=2`), so a numeric field such as
+/// `host.busy` accepts it; text stays text.
+#[test]
+fn axis_overrides_take_labels_and_numbers() {
+    let with_load = BASE.replace(
+        "[[axis]]\nname = \"backend\"",
+        "[[axis]]\nname = \"load\"\nfield = \"host.busy\"\nvalues = [0, 2]\nlabels = [\"quiet\", \"loaded\"]\n\n[[axis]]\nname = \"backend\"",
+    );
+    let with_load = with_load.replace("rows = [\"cc\"]", "rows = [\"cc\", \"load\"]");
+    assert_ne!(with_load, BASE);
+    let mut s = load(&with_load).unwrap();
+    s.apply(&Overrides {
+        axes: vec![
+            ("load".into(), vec!["quiet".into(), "2".into()]),
+            ("backend".into(), vec!["sim".into()]),
+        ],
+        ..Default::default()
+    })
+    .unwrap();
+    let e = &s.experiments()[0];
+    let load = e.axes.iter().find(|a| a.name == "load").unwrap();
+    assert_eq!(
+        load.values,
+        [toml::Value::Integer(0), toml::Value::Integer(2)]
+    );
+    assert_eq!(load.labels, ["quiet", "2"]);
+    let b = e.axes.iter().find(|a| a.name == "backend").unwrap();
+    assert_eq!(b.values, [toml::Value::String("sim".into())]);
+}
+
 #[test]
 fn link_replaces_the_backend_axis_or_sets_the_backend() {
     let mut s = load(BASE).unwrap();
