@@ -189,8 +189,9 @@ impl LinkKind {
     /// How `sc`'s link is built on `backend` (resolved) at the repetition
     /// with `seed`: on emu in `emu_mode`; on netem in the guest router as
     /// `netem_router` says (`None`: as [`crate::guest_router::wanted`]
-    /// decides). On this host's netem, a Linux TCP flow whose algorithm
-    /// only the guest's kernel has is refused here, naming how to run it.
+    /// decides). Where the endpoints run on this host (emu, this kernel's
+    /// netem), a Linux TCP flow whose algorithm only the guest's kernel
+    /// has is refused here, naming how to run it.
     pub fn of(
         sc: &Scenario,
         backend: Backend,
@@ -198,7 +199,7 @@ impl LinkKind {
         netem_router: Option<bool>,
         seed: u64,
     ) -> Result<LinkKind, BackendError> {
-        Ok(match backend {
+        let kind = match backend {
             Backend::Sim => LinkKind::Simulated,
             Backend::Emu | Backend::Auto => match emu_mode {
                 EmuMode::Ip => LinkKind::EmuIp,
@@ -207,23 +208,26 @@ impl LinkKind {
             Backend::Netem if netem_router.unwrap_or_else(crate::guest_router::wanted) => {
                 LinkKind::GuestRouter
             }
-            Backend::Netem => {
-                let host = crate::scenario::tcp::this_kernel();
-                for (i, (_, f)) in sc.rep_flows(seed).iter().enumerate() {
-                    if let Some(name) = f.tcp_cc().filter(|n| !host.has(n)) {
-                        return Err(BackendError::Unsupported(format!(
-                            "flow {i} (`{}`): this host's kernel ({}) has no TCP congestion control `{name}`; the user-mode Linux guest's has, and runs such a flow's endpoints on a netem link: --link netem on a host without netem (CCLAB_NETEM_ROUTER=guest on one with), or --vm --link netem",
-                            f.cc, host.release
-                        )));
-                    }
-                }
-                if sc.has_paths() {
-                    LinkKind::NetemPaths
-                } else {
-                    LinkKind::NetemOne
+            Backend::Netem if sc.has_paths() => LinkKind::NetemPaths,
+            Backend::Netem => LinkKind::NetemOne,
+        };
+        // Endpoints on this host need its kernel to have their TCP
+        // algorithm; only the guest router runs them in the guest.
+        if matches!(
+            kind,
+            LinkKind::EmuRelay | LinkKind::EmuIp | LinkKind::NetemOne | LinkKind::NetemPaths
+        ) {
+            let host = crate::scenario::tcp::this_kernel();
+            for (i, (_, f)) in sc.rep_flows(seed).iter().enumerate() {
+                if let Some(name) = f.tcp_cc().filter(|n| !host.has(n)) {
+                    return Err(BackendError::Unsupported(format!(
+                        "flow {i} (`{}`): this host's kernel ({}) has no TCP congestion control `{name}`; the user-mode Linux guest's has, and runs such a flow's endpoints on a netem link: --link netem on a host without netem (CCLAB_NETEM_ROUTER=guest on one with), or --vm --link netem",
+                        f.cc, host.release
+                    )));
                 }
             }
-        })
+        }
+        Ok(kind)
     }
 }
 
@@ -272,6 +276,44 @@ mod tests {
         assert_eq!(
             LinkKind::of(&paths, Backend::Netem, relay, Some(false), 1).unwrap(),
             LinkKind::NetemPaths
+        );
+    }
+
+    /// A Linux TCP algorithm this host's kernel lacks is refused wherever
+    /// the endpoints would run on this host (emu as netem), and accepted
+    /// for the guest router, which runs them in the guest.
+    #[test]
+    fn a_tcp_algorithm_this_kernel_lacks_runs_only_in_the_guest() {
+        let host = crate::scenario::tcp::this_kernel();
+        let Some(alg) = ["vegas", "westwood", "scalable", "illinois"]
+            .into_iter()
+            .find(|a| !host.has(a))
+        else {
+            eprintln!("SKIPPED: this kernel has every algorithm tried");
+            return;
+        };
+        let Ok(sc) = Scenario::parse(
+            &format!("name = \"x\"\n[link]\nrate = \"10mbit\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"tcp:{alg}\"\n"),
+            "test",
+            std::path::Path::new("."),
+        ) else {
+            eprintln!("SKIPPED: the scenario refuses tcp:{alg} here (not root)");
+            return;
+        };
+        for (b, m, r) in [
+            (Backend::Emu, EmuMode::Ip, None),
+            (Backend::Emu, EmuMode::Relay, None),
+            (Backend::Netem, EmuMode::Relay, Some(false)),
+        ] {
+            let e = LinkKind::of(&sc, b, m, r, 1).unwrap_err().to_string();
+            assert!(
+                e.contains(alg) && e.contains("--link netem"),
+                "{b:?} {m:?}: {e}"
+            );
+        }
+        assert_eq!(
+            LinkKind::of(&sc, Backend::Netem, EmuMode::Relay, Some(true), 1).unwrap(),
+            LinkKind::GuestRouter
         );
     }
 
