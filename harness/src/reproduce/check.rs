@@ -235,15 +235,7 @@ struct PublishedClaim {
 pub fn published_problems(root: &Path) -> Result<(usize, Vec<String>), String> {
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
     let index = read(&root.join("README.md"))?;
-    let mut papers: Vec<_> = std::fs::read_dir(root)
-        .map_err(|e| format!("{}: {e}", root.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("claims.json").exists())
-        .collect();
-    papers.sort();
-    if papers.is_empty() {
-        return Err(format!("no claims.json under {}", root.display()));
-    }
+    let papers = super::publish::paper_dirs(root)?;
     let mut out = Vec::new();
     for p in &papers {
         let name = p

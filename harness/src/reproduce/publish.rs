@@ -62,6 +62,21 @@ fn run_commits(dir: &Path) -> Result<Vec<String>, String> {
     Ok(commits.into_iter().collect())
 }
 
+/// The papers' directories under `root` (each with a `claims.json`), in
+/// name order; an error when there is none.
+pub(crate) fn paper_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut papers: Vec<PathBuf> = std::fs::read_dir(root)
+        .map_err(|e| format!("{}: {e}", root.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("claims.json").exists())
+        .collect();
+    papers.sort();
+    if papers.is_empty() {
+        return Err(format!("no claims.json under {}", root.display()));
+    }
+    Ok(papers)
+}
+
 /// The claims shown but not counted, in words.
 fn not_counted(n: &Counts) -> String {
     let parts: Vec<String> = [
@@ -126,15 +141,7 @@ pub fn publish(
     commit: &str,
     date: &str,
 ) -> Result<Vec<String>, String> {
-    let mut papers: Vec<PathBuf> = std::fs::read_dir(src)
-        .map_err(|e| format!("{}: {e}", src.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("claims.json").exists())
-        .collect();
-    papers.sort();
-    if papers.is_empty() {
-        return Err(format!("no claims.json under {}", src.display()));
-    }
+    let papers = paper_dirs(src)?;
     let mut read = Vec::new();
     for p in &papers {
         let name = p
