@@ -18,6 +18,7 @@
 #        patches/bootstrap.sh --first N DIR  the first N patches only, into DIR
 #                                            (replaced; no stamp, no shortcut),
 #                                            for scripts/test-quiche.sh --each-step
+#        patches/bootstrap.sh --list         the series' patch files, one a line
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,6 +37,11 @@ for p in "${patches[@]}"; do
         exit 1
     fi
 done
+
+if [ "${1:-}" = --list ]; then
+    printf '%s\n' "${patches[@]}"
+    exit 0
+fi
 
 total=${#patches[@]}
 stamp_value=

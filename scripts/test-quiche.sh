@@ -47,7 +47,7 @@ dir=target/quiche-tests
 src=$dir/src
 lock=patches/quiche-tests.Cargo.lock
 say() { echo "test-quiche: $*" >&2; }
-mapfile -t series < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' patches/quiche/series | grep -v '^$' || true)
+mapfile -t series < <(patches/bootstrap.sh --list)
 SECONDS=0
 
 # The workspace's BoringSSL, when its release build made one with the same

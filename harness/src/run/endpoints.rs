@@ -107,9 +107,11 @@ pub(super) struct Endpoints<'a> {
     /// `qlog-scenario.json`: what both ends' qlogs say the run was taken
     /// under.
     event_file: PathBuf,
-    /// Where each endpoint's system call count goes
-    /// (`rep-N/syscalls/flow-I-ROLE.json`), when the run counts them.
-    syscalls_dir: Option<PathBuf>,
+    /// When the run counts system calls: where each endpoint's count goes
+    /// (`rep-N/syscalls/flow-I-ROLE.json`), and the tracepoints' ids the
+    /// counter is handed (read once here: a namespace's /sys has no
+    /// tracefs).
+    syscalls: Option<(PathBuf, String)>,
 }
 
 impl<'a> Endpoints<'a> {
@@ -127,16 +129,22 @@ impl<'a> Endpoints<'a> {
             &event_file,
             serde_json::to_vec(event).map_err(std::io::Error::from)?,
         )?;
-        let syscalls_dir = bins.syscount.as_ref().map(|_| dir.join(SYSCALLS_DIR));
-        if let Some(d) = &syscalls_dir {
-            std::fs::create_dir_all(d)?;
-        }
+        let syscalls = match &bins.syscount {
+            None => None,
+            Some(_) => {
+                let ids = crate::syscount::ids_env()
+                    .map_err(|e| RunError::Unsupported(format!("--count-syscalls: {e}")))?;
+                let d = dir.join(SYSCALLS_DIR);
+                std::fs::create_dir_all(&d)?;
+                Some((d, ids))
+            }
+        };
         Ok(Endpoints {
             bins,
             places,
             qlog_level,
             event_file,
-            syscalls_dir,
+            syscalls,
         })
     }
 
@@ -218,7 +226,7 @@ impl<'a> Endpoints<'a> {
     /// calls (its count in `syscalls/ROLE.json`). Counting is refused for
     /// endpoints in the guest, whose kernel is not this one.
     fn command(&self, ns: Option<&str>, bin: &Path, role: &str) -> Result<Command, RunError> {
-        let (Some(counter), Some(dir)) = (&self.bins.syscount, &self.syscalls_dir) else {
+        let (Some(counter), Some((dir, ids))) = (&self.bins.syscount, &self.syscalls) else {
             return Ok(self.command_in(ns, bin));
         };
         if ns.is_some_and(|n| n.starts_with(crate::guest_router::GUEST_NS)) {
@@ -228,9 +236,6 @@ impl<'a> Endpoints<'a> {
         }
         let mut c = self.command_in(ns, counter);
         c.arg(dir.join(format!("{role}.json"))).arg("--").arg(bin);
-        // The ids from here: a namespace's /sys has no tracefs.
-        let ids = crate::syscount::ids_env()
-            .map_err(|e| RunError::Unsupported(format!("--count-syscalls: {e}")))?;
         c.env(crate::syscount::IDS_ENV, ids);
         Ok(c)
     }

@@ -328,18 +328,15 @@ pub struct Overrides {
     pub duration: Option<String>,
 }
 
-/// An `--axis` value that is not one of the axis's labels: an integer, a
-/// float or a boolean where it reads as one, else text.
-fn axis_value(v: &str) -> toml::Value {
-    if let Ok(i) = v.parse::<i64>() {
-        toml::Value::Integer(i)
-    } else if let Some(f) = v.parse::<f64>().ok().filter(|f| f.is_finite()) {
-        toml::Value::Float(f)
-    } else if let Ok(b) = v.parse::<bool>() {
-        toml::Value::Boolean(b)
-    } else {
-        toml::Value::String(v.to_string())
-    }
+/// A value given on the command line (`--set FIELD=VALUE`, an `--axis`
+/// value that is not one of the axis's labels): as TOML where it reads as
+/// TOML (`2`, `0.5`, `true`, `"text"`, `[1, 2]`), else the text itself
+/// (`20mbit`, `tcp:cubic`).
+pub fn cli_value(v: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {v}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(v.to_string()))
 }
 
 /// A states figure's own fields: panels, and one run at most.
@@ -735,14 +732,13 @@ impl Study {
         for (name, values) in &o.axes {
             let n = self.replace_axis(name, |a| {
                 // A value given as one of the axis's labels is that
-                // label's value (`--axis load=quiet`); any other is a
-                // number or a boolean where it reads as one
-                // (`--axis load=0`), else text.
+                // label's value (`--axis load=quiet`); any other is read
+                // as `--set` reads a value (`--axis load=0` is a number).
                 let given: Vec<(toml::Value, String)> = values
                     .iter()
                     .map(|v| match a.labels.iter().position(|l| l == v) {
                         Some(i) if i < a.values.len() => (a.values[i].clone(), v.clone()),
-                        _ => (axis_value(v), v.clone()),
+                        _ => (cli_value(v), v.clone()),
                     })
                     .collect();
                 a.values = given.iter().map(|(v, _)| v.clone()).collect();

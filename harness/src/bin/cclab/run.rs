@@ -390,7 +390,16 @@ fn print_summary(s: &RunSummary) {
                 String::new()
             },
             c.data_packets,
-            c.per_data_packet.map_or("-".into(), |p| format!("{p:.2}")),
+            c.per_data_packet.map_or_else(
+                || {
+                    if c.data_packets == 0 {
+                        "- (the data packets are counted from qlog level core up)".into()
+                    } else {
+                        "-".into()
+                    }
+                },
+                |p| format!("{p:.2}")
+            ),
             busiest.join(", ")
         );
     }

@@ -158,11 +158,7 @@ pub fn study(a: &StudyArgs) -> anyhow::Result<i32> {
             .iter()
             .map(|x| {
                 let (k, v) = key_value("set", x);
-                let value = toml::from_str::<toml::Table>(&format!("v = {v}"))
-                    .ok()
-                    .and_then(|mut t| t.remove("v"))
-                    .unwrap_or(toml::Value::String(v));
-                (k, value)
+                (k, harness::study::cli_value(&v))
             })
             .collect(),
         repetitions: a.repetitions,
