@@ -731,14 +731,24 @@ impl Study {
         }
         for (name, values) in &o.axes {
             let n = self.replace_axis(name, |a| {
-                // A value given as one of the axis's labels is that
-                // label's value (`--axis load=quiet`); any other is read
-                // as `--set` reads a value (`--axis load=0` is a number).
+                // A value given as one of the axis's labels, or equal to
+                // one of its values, is that value with its label
+                // (`--axis load=quiet` and `--axis load=0` alike); any
+                // other is read as `--set` reads a value.
                 let given: Vec<(toml::Value, String)> = values
                     .iter()
-                    .map(|v| match a.labels.iter().position(|l| l == v) {
-                        Some(i) if i < a.values.len() => (a.values[i].clone(), v.clone()),
-                        _ => (cli_value(v), v.clone()),
+                    .map(|v| {
+                        let parsed = cli_value(v);
+                        let known = a
+                            .labels
+                            .iter()
+                            .position(|l| l == v)
+                            .or_else(|| a.values.iter().position(|x| *x == parsed))
+                            .filter(|&i| i < a.values.len());
+                        match known {
+                            Some(i) => (a.values[i].clone(), Experiment::label(a, i)),
+                            None => (parsed, v.clone()),
+                        }
                     })
                     .collect();
                 a.values = given.iter().map(|(v, _)| v.clone()).collect();
