@@ -236,11 +236,13 @@ netem-run: bootstrap
 	$(CARGO) build --release -p harness -p quic-server -p quic-client
 	./target/release/cclab run --link netem --cc cubic --rate 20mbit --rtt 40ms --queue 1bdp --duration 10s
 
-# Kernel netem (in a guest when this host has none) against our emulator:
-# UDP probe rate and delay, the rates the guest can be trusted at, and QUIC
-# flows on drop-tail, RED and CoDel, side by side.
+# Kernel netem (through the guest router when this host has none) against
+# the emulator's IP mode, per queue discipline: QUIC flows on drop-tail,
+# RED, CoDel, PIE and fq_codel (studies/netem-vs-emu.toml, published in
+# docs/links.md). Root. About 15 minutes.
 netem-vs-emu: bootstrap
-	./scripts/netem-vs-emu.sh
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/netem-vs-emu.toml --publish $(STUDY_ARGS)
 
 # Our plugins against Linux's own TCP implementations of the same
 # algorithms, one flow alone on the same kernel netem link (through the

@@ -684,6 +684,8 @@ pub fn shutdown() {
 pub struct GuestLink {
     /// Where each flow's endpoints run (host namespaces).
     pub places: Vec<Place>,
+    /// The first client's address (in `places[0].client_ns`).
+    pub client_ip: Ipv4Addr,
     /// Every command that built it, host and guest, one line each.
     pub commands: Vec<String>,
     /// Host endpoint namespaces and, per namespace, the interface index
@@ -763,6 +765,11 @@ pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<Gues
             serde_json::from_value(v).map_err(|e| GuestError::Agent(format!("its link: {e}")))?;
         let mut link = GuestLink {
             places: Vec::new(),
+            client_ip: reply
+                .endpoints
+                .first()
+                .map(|e| e.ip)
+                .ok_or_else(|| GuestError::Agent("its link has no endpoints".into()))?,
             commands: reply
                 .commands
                 .iter()

@@ -413,6 +413,31 @@ pub fn measure_link(
             emu.stop()?;
             (sent, arrivals)
         }
+        ProbeLink::Netem if crate::guest_router::wanted() => {
+            // The link in the guest router, the probe's ends in host
+            // namespaces, as `cclab run` has it.
+            let sc = crate::scenario::Scenario {
+                link: link.clone(),
+                ..Default::default()
+            };
+            // The directory is for Linux TCP endpoints in the guest; the
+            // probe has none.
+            let g = crate::guest_router::setup(&sc, 1, &std::env::temp_dir(), false)?;
+            let place = &g.places[0];
+            let rx = Receiver::bind(Some(&place.client_ns), SocketAddr::from((g.client_ip, 0)))?;
+            let sent = send(
+                Some(&place.server_ns),
+                rx.local_addr(),
+                offered_bps,
+                size,
+                1,
+                duration,
+            )?;
+            let arrivals =
+                rx.finish(Duration::from_millis(300) + Duration::from_nanos(delay_ns))?;
+            drop(g);
+            (sent, arrivals)
+        }
         ProbeLink::Netem => {
             let caps = crate::netem::probe();
             let n = crate::netem::NetemLink::setup(link, &caps, 1500, true)?;

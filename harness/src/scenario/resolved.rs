@@ -271,6 +271,17 @@ fn set_link_field(link: &mut toml::Table, key: &str, v: &toml::Value) -> Result<
             if key == "trace" {
                 d.remove("rate");
             }
+            // fq_codel is CoDel under the fq scheduler: it sets `sched`,
+            // which the resolved link states (`fifo` by default).
+            let fq_codel = |s: &str| {
+                s.trim()
+                    .split(':')
+                    .next()
+                    .is_some_and(|n| n.eq_ignore_ascii_case("fq_codel"))
+            };
+            if key == "aqm" && v.as_str().is_some_and(fq_codel) {
+                d.remove("sched");
+            }
             d.insert(key.into(), v.clone());
         }
     }

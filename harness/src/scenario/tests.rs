@@ -131,6 +131,23 @@ fn overrides_every_flow_with_a_star() {
 }
 
 #[test]
+fn an_aqm_override_of_fq_codel_brings_its_scheduler() {
+    // The resolved link states `sched = "fifo"`; `--aqm fq_codel` (and a
+    // study's `link.aqm`) replaced the AQM and kept it, and was refused.
+    use link_model::link::Sched;
+    let s = parse("[[flows]]\ncc = \"cubic\"\n").unwrap();
+    let o = s
+        .with_overrides(&[("link.aqm".into(), "fq_codel".into())], "command line")
+        .unwrap();
+    assert_eq!((o.link.down.sched, o.link.up.sched), (Sched::Fq, Sched::Fq));
+    // Another AQM keeps the scheduler the scenario had.
+    let o = o
+        .with_overrides(&[("link.aqm".into(), "red".into())], "command line")
+        .unwrap();
+    assert_eq!(o.link.down.sched, Sched::Fq);
+}
+
+#[test]
 fn overrides_for_sweeps() {
     let s = parse("[[flows]]\ncc = \"cubic\"\n").unwrap();
     let o = s
