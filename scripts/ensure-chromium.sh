@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's `chromium` package when no Chromium is present, for the
-# report's browser test (scripts/test-report-chromium.py). Quiet when a
+# report's browser test (tests/tests/report_chromium.rs). Quiet when a
 # browser is already there; with --print-path, prints the browser's path.
 #
 # Honours $CHROMIUM (a browser binary to use instead). Exits non-zero, with

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Debian's Slurm (slurm-wlm: slurmctld, slurmd and the client
 # commands; 22.05 on bookworm) and munge when they are missing, for
-# scripts/test-slurm.sh. Quick and quiet when they are present; says what it
+# tests/tests/slurm.rs (`make test-slurm`). Quick and quiet when they are present; says what it
 # does on standard error.
 #
 # Exits non-zero, with the reason on standard error, when they are missing

@@ -47,7 +47,8 @@ EOF
 
 "$cclab" sweep "$work/sweep.toml" --link sim --quiet --out "$work/sweep"
 "$cclab" report "$work/sweep" --out "$work/report.html"
-python3 "$root/scripts/test-report-chromium.py" --require --report "$work/report.html" --screenshots "$work/shots"
+CCLAB_REPORT_PAGE=$work/report.html CCLAB_REPORT_SHOTS=$work/shots \
+    cargo test --release -q --manifest-path "$root/Cargo.toml" -p integration-tests --test report_chromium -- --ignored --nocapture
 for f in page fig-scatter fig-cwnd fig-rtt fig-goodput fig-queue; do
     cp "$work/shots/$f.png" "$images/report-${f#fig-}.png"
 done

@@ -1,7 +1,7 @@
 //! The HTML report from real runs on the virtual-time link: one figure per
 //! quantity with a panel per run, stable colours, a labelled scatter with
 //! the delay axis reversed, SVG and PNG files beside the page, and nothing
-//! fetched from elsewhere. (The page in a browser: scripts/test-report-chromium.py.)
+//! fetched from elsewhere. (The page in a browser: tests/tests/report_chromium.rs.)
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
