@@ -46,7 +46,7 @@ test-demo: bootstrap
 # waves of 2-task arrays and its merge, checked. About 15 s after the build.
 test-slurm: bootstrap
 	./scripts/ws-build.sh >/dev/null
-	$(CARGO) test --release -p integration-tests --test slurm -- --ignored --nocapture
+	$(CARGO) test --workspace --release --test slurm -- --ignored --nocapture
 
 # The tests that need kernel netem, in a user-mode Linux guest when this
 # host's kernel has none (`cclab vm`); skipped with the reason printed when
@@ -59,7 +59,7 @@ test-netem: bootstrap
 # error, a network request or a blank figure.
 test-report: bootstrap
 	./scripts/ws-build.sh >/dev/null
-	$(CARGO) test --release -p integration-tests --test report_chromium -- --ignored --nocapture
+	$(CARGO) test --workspace --release --test report_chromium -- --ignored --nocapture
 
 # docs/images/report-*.png: every algorithm on the sim link (about a minute).
 report-screenshots: bootstrap
@@ -79,7 +79,7 @@ test-embed: bootstrap
 # (QUICHE_CLIENT=path/to/quiche-client adds quiche's app client and checks
 # Version Negotiation). Builds quiche's example once (minutes, ~800 MB).
 test-quiche-example-client: bootstrap
-	$(CARGO) test --release -p integration-tests --test interop quiche_example_client -- --ignored --nocapture
+	$(CARGO) test --workspace --release --test interop quiche_example_client -- --ignored --nocapture
 
 # Every seed paper's evaluation, shortened (fewer repetitions, shorter
 # runs), on the virtual-time link; checks that every claim got a verdict

@@ -48,7 +48,7 @@ EOF
 "$cclab" sweep "$work/sweep.toml" --link sim --quiet --out "$work/sweep"
 "$cclab" report "$work/sweep" --out "$work/report.html"
 CCLAB_REPORT_PAGE=$work/report.html CCLAB_REPORT_SHOTS=$work/shots \
-    cargo test --release -q --manifest-path "$root/Cargo.toml" -p integration-tests --test report_chromium -- --ignored --nocapture
+    cargo test --workspace --release -q --manifest-path "$root/Cargo.toml" --test report_chromium -- --ignored --nocapture
 for f in page fig-scatter fig-cwnd fig-rtt fig-goodput fig-queue; do
     cp "$work/shots/$f.png" "$images/report-${f#fig-}.png"
 done

@@ -25,8 +25,8 @@ stages=(
     "clippy|cargo clippy --release --workspace --all-targets -- -D warnings"
     "reproduce-quick|./scripts/reproduce-quick.sh"
     "demo|./scripts/test-demo.sh"
-    "report|cargo test --release -p integration-tests --test report_chromium -- --ignored --nocapture"
-    "slurm|cargo test --release -p integration-tests --test slurm -- --ignored --nocapture"
+    "report|cargo test --workspace --release --test report_chromium -- --ignored --nocapture"
+    "slurm|cargo test --workspace --release --test slurm -- --ignored --nocapture"
     "netem|./scripts/test-netem.sh"
 )
 

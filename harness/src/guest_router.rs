@@ -742,6 +742,12 @@ pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<Gues
                 )));
             }
         }
+        if paths {
+            crate::netem_paths::refuse_changes(&topo).map_err(|e| GuestError::Link {
+                kernel: r.hello.kernel.clone(),
+                why: e,
+            })?;
+        }
         for l in &topo.links {
             crate::netem::check_link(&l.spec, &r.hello.caps, true).map_err(|e| {
                 GuestError::Link {
@@ -903,8 +909,11 @@ impl GuestLink {
         let names: Vec<String> = (0..files.len())
             .map(|i| format!("samples-{i}.jsonl"))
             .collect();
+        // The link's scheduled changes, applied by the guest's sampler,
+        // are logged beside its first file.
+        let changes_to = files[0].with_file_name(CHANGES_LOG);
         with_existing(|r| {
-            for n in &names {
+            for n in names.iter().map(String::as_str).chain([CHANGES_LOG]) {
                 let _ = std::fs::remove_file(r.job_dir().join(n));
             }
             r.call(&Request::SampleStart {
@@ -912,7 +921,11 @@ impl GuestLink {
                 interval_ms: interval.as_millis() as u64,
             })?;
             let from = names.iter().map(|n| r.job_dir().join(n)).collect();
-            Ok(GuestSampler { from, to: files })
+            Ok(GuestSampler {
+                from,
+                to: files,
+                changes: (r.job_dir().join(CHANGES_LOG), changes_to),
+            })
         })
         .unwrap_or_else(|| Err(GuestError::Agent("the guest router has stopped".into())))
     }
@@ -954,10 +967,15 @@ impl Drop for GuestLink {
     }
 }
 
+/// The log of a link's scheduled changes ([`crate::netem_changes`]).
+const CHANGES_LOG: &str = "link-changes.jsonl";
+
 /// Sampling in the guest.
 pub struct GuestSampler {
     from: Vec<PathBuf>,
     to: Vec<PathBuf>,
+    /// The changes' log, there when the link has changes.
+    changes: (PathBuf, PathBuf),
 }
 
 impl GuestSampler {
@@ -965,7 +983,9 @@ impl GuestSampler {
     pub fn stop(self) -> Result<(), GuestError> {
         with_existing(|r| r.call(&Request::SampleStop))
             .unwrap_or_else(|| Err(GuestError::Agent("the guest router has stopped".into())))?;
-        for (from, to) in self.from.iter().zip(&self.to) {
+        let changes = Some(&self.changes).filter(|(from, _)| from.exists());
+        let pairs = self.from.iter().zip(&self.to);
+        for (from, to) in pairs.chain(changes.map(|(f, t)| (f, t))) {
             if let Some(d) = to.parent() {
                 std::fs::create_dir_all(d)?;
             }

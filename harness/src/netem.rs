@@ -343,10 +343,20 @@ pub fn shaper_burst_s() -> f64 {
 /// The `tc` commands (argument lists) for direction `dir`'s bottleneck on
 /// the router's egress `dev` in `ns`.
 pub fn shaper_args(ns: &str, dev: &str, link: &LinkSpec, dir: Dir, mtu: u64) -> Vec<Vec<String>> {
-    let d = link.dir(dir);
+    shaper_args_for(ns, dev, link.dir(dir), link.queue_bytes(dir, mtu), mtu)
+}
+
+/// [`shaper_args`] for a direction `d` whose queue holds `limit` bytes:
+/// `tbf` at the root, or `htb` at the root, its class and the leaf.
+pub(crate) fn shaper_args_for(
+    ns: &str,
+    dev: &str,
+    d: &DirectionSpec,
+    limit: u64,
+    mtu: u64,
+) -> Vec<Vec<String>> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
     let rate = tc_rate(d.rate_bps);
-    let limit = link.queue_bytes(dir, mtu);
     // Bucket depth: 1 ms of the rate (more in a guest, see
     // `shaper_burst_s`), at least two packets.
     let burst = ((d.rate_bps / 8.0 * shaper_burst_s()) as u64)
@@ -549,9 +559,16 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 "link.{dir}.trace: mahimahi traces are emulated only by the userspace emulator"
             )));
         }
-        if !d.changes.is_empty() {
+        for c in &d.changes {
+            let what = if c.pause_ns.is_some() {
+                "pause"
+            } else if c.aggregate.is_some() {
+                "aggregate"
+            } else {
+                continue;
+            };
             return Err(NetemError::Unsupported(format!(
-                "link.{dir}.changes: scheduled link changes run on the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not apply them yet"
+                "link.{dir}.changes: a change's `{what}` has no kernel counterpart here; the kernel links change rate, delay, loss and queue and black-hole (outage) on schedule, and the simulator and the userspace emulator (--link sim, --link emu) do everything"
             )));
         }
         if let Some(p) = d.policer {
@@ -638,6 +655,10 @@ pub struct NetemLink {
     pub link: LinkSpec,
     /// Every tc command that was run, for the run's metadata.
     pub commands: Vec<Vec<String>>,
+    /// The MTU its queues were sized with.
+    mtu: u64,
+    /// Whether netem took a seed.
+    seeded: bool,
 }
 
 /// Counters of one qdisc from `tc -s -j qdisc show`.
@@ -717,6 +738,15 @@ impl TcBatch {
         })
     }
 
+    /// Runs one command (`qdisc replace dev ...`, the arguments after `tc
+    /// -n NS`); it prints nothing, and a command tc refuses ends the batch
+    /// (the next query then fails).
+    pub fn run(&mut self, args: &[String]) -> std::io::Result<()> {
+        use std::io::Write;
+        writeln!(self.input, "{}", args.join(" "))?;
+        self.input.flush()
+    }
+
     /// The qdiscs of `dev`, as `tc -s -j qdisc show dev DEV` prints them.
     pub fn qdiscs(&mut self, dev: &str) -> std::io::Result<QdiscStats> {
         use std::io::{BufRead, Write};
@@ -771,6 +801,8 @@ impl NetemLink {
             topology,
             link: link.clone(),
             commands,
+            mtu,
+            seeded: caps.netem_seed,
         })
     }
 
@@ -798,9 +830,22 @@ impl NetemLink {
 
     /// Samples both directions every `interval` into `path` (JSON lines,
     /// the same [`Sample`] as emu) until the returned sampler is stopped.
-    /// Reads the counters through one `tc -batch` per namespace.
+    /// Reads the counters through one `tc -batch` per namespace. The
+    /// link's scheduled changes are applied on the same thread, timed from
+    /// the same start ([`crate::netem_changes`]), and logged in
+    /// `link-changes.jsonl` beside `path`.
     pub fn start_sampler(&self, interval: Duration, path: &Path) -> std::io::Result<Sampler> {
         let t = &self.topology;
+        let changes =
+            crate::netem_changes::Planner::new(&self.link, self.mtu, self.seeded, |dir| {
+                let (ens, edev, rdev) = placement(t, dir);
+                crate::netem_changes::Place {
+                    shaper_ns: t.router.clone(),
+                    shaper_dev: rdev.to_string(),
+                    netem_ns: ens.to_string(),
+                    netem_dev: edev.to_string(),
+                }
+            });
         let at = |dir: Dir| {
             let (ens, edev, rdev) = placement(t, dir);
             (
@@ -817,6 +862,7 @@ impl NetemLink {
                 path: path.to_path_buf(),
             }],
             interval,
+            changes,
         )
     }
 }
@@ -837,6 +883,7 @@ pub(crate) struct SampledLink {
 pub(crate) fn start_sampler(
     links: Vec<SampledLink>,
     interval: Duration,
+    mut changes: crate::netem_changes::Planner,
 ) -> std::io::Result<Sampler> {
     let mut writers = Vec::with_capacity(links.len());
     for l in &links {
@@ -854,6 +901,13 @@ pub(crate) fn start_sampler(
         }
     }
     let first = links.first().map(|l| l.path.clone()).unwrap_or_default();
+    let changes_log = first.with_file_name("link-changes.jsonl");
+    let mut log = match changes.due() {
+        Some(_) => Some(std::io::BufWriter::new(std::fs::File::create(
+            changes_log.with_extension("jsonl.part"),
+        )?)),
+        None => None,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let handle = std::thread::spawn(move || -> std::io::Result<()> {
@@ -861,8 +915,25 @@ pub(crate) fn start_sampler(
         let mut prev = vec![[(0.0f64, QdiscStats::default(), 0u64); 2]; links.len()];
         let mut next = interval;
         while !stop2.load(Ordering::Relaxed) {
-            if let Some(left) = next.checked_sub(t0.elapsed()) {
+            let due = changes.due().map(Duration::from_nanos);
+            let wake = due.map_or(next, |d| d.min(next));
+            if let Some(left) = wake.checked_sub(t0.elapsed()) {
                 std::thread::sleep(left);
+            }
+            if due.is_some_and(|d| d <= t0.elapsed()) {
+                // Every change due now (both directions of a link-wide
+                // change), at once.
+                let mut now = Vec::new();
+                while changes
+                    .due()
+                    .is_some_and(|d| Duration::from_nanos(d) <= t0.elapsed())
+                {
+                    now.extend(changes.fire());
+                }
+                if let Some(w) = log.as_mut() {
+                    apply_changes(&now, &mut batches, t0, w)?;
+                }
+                continue;
             }
             next += interval;
             for (i, l) in links.iter().enumerate() {
@@ -909,6 +980,10 @@ pub(crate) fn start_sampler(
             w.finish()?;
             std::fs::rename(l.path.with_extension("jsonl.part"), &l.path)?;
         }
+        if let Some(mut w) = log {
+            std::io::Write::flush(&mut w)?;
+            std::fs::rename(changes_log.with_extension("jsonl.part"), &changes_log)?;
+        }
         Ok(())
     });
     Ok(Sampler {
@@ -916,6 +991,71 @@ pub(crate) fn start_sampler(
         handle: Some(handle),
         path: first,
     })
+}
+
+/// Runs scheduled changes' commands through the namespaces' `tc -batch`
+/// processes, then queries a device each namespace changed: the answers
+/// come once the kernel has taken the commands, which is when the changes
+/// are logged as applied (`applied_s`, seconds from the sampler's start,
+/// beside `at_s`, when each was due).
+fn apply_changes(
+    changes: &[crate::netem_changes::TcChange],
+    batches: &mut std::collections::HashMap<String, TcBatch>,
+    t0: std::time::Instant,
+    log: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let mut touched: Vec<(String, String)> = Vec::new();
+    let commands = changes.iter().flat_map(|c| &c.commands);
+    for (ns, args) in commands {
+        if !batches.contains_key(ns) {
+            batches.insert(ns.clone(), TcBatch::start(ns)?);
+        }
+        let b = batches.get_mut(ns).expect("started");
+        b.run(args)?;
+        let dev = args.iter().skip_while(|a| *a != "dev").nth(1);
+        if let Some(dev) = dev {
+            touched.retain(|(n, _)| n != ns);
+            touched.push((ns.clone(), dev.clone()));
+        }
+    }
+    let line = |c: &crate::netem_changes::TcChange| -> Vec<String> {
+        let cmds = c.commands.iter();
+        cmds.map(|(n, a)| format!("tc -n {n} {}", a.join(" ")))
+            .collect()
+    };
+    for (ns, dev) in &touched {
+        let b = batches.get_mut(ns).expect("started");
+        b.qdiscs(dev).map_err(|e| {
+            let what: Vec<String> = changes
+                .iter()
+                .map(|c| {
+                    let at = format_duration_ns(c.at_ns);
+                    format!(
+                        "at {at}, {} {}: {}",
+                        c.dir.as_str(),
+                        c.what,
+                        line(c).join("; ")
+                    )
+                })
+                .collect();
+            std::io::Error::other(format!(
+                "a scheduled link change: tc refused it or stopped ({e}); the changes: {}",
+                what.join(" | ")
+            ))
+        })?;
+    }
+    let applied = t0.elapsed().as_secs_f64();
+    for c in changes {
+        let record = serde_json::json!({
+            "at_s": c.at_ns as f64 / 1e9,
+            "applied_s": applied,
+            "dir": c.dir.as_str(),
+            "what": c.what,
+            "commands": line(c),
+        });
+        writeln!(log, "{record}")?;
+    }
+    Ok(())
 }
 
 /// A running netem sampler.

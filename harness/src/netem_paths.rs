@@ -140,6 +140,20 @@ pub fn check(topo: &Topology, routes: &[Route]) -> Result<(), NetemError> {
     routers(topo, routes).map(|_| ())
 }
 
+/// Scheduled changes run on one kernel link only (the sampler of several
+/// links applies none): refused on any link of `topo`, naming it.
+pub fn refuse_changes(topo: &Topology) -> Result<(), NetemError> {
+    match topo.links.iter().find(|l| {
+        !l.spec.up.changes.is_empty() || !l.spec.down.changes.is_empty()
+    }) {
+        Some(l) => Err(NetemError::Unsupported(format!(
+            "link `{}`: scheduled changes run on one kernel link, not on several links or per-flow paths (the simulator and the userspace emulator run them on any topology: --link sim, --link emu)",
+            l.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl NetemPaths {
     /// Builds `topo` (seeded for the repetition) with `routes[k]` for flow
     /// `k`, after checking every link against `caps`.
@@ -157,6 +171,7 @@ impl NetemPaths {
                 e => e,
             })?;
         }
+        refuse_changes(topo)?;
         if routes.iter().any(|r| r.access_ns > 0) && !caps.netem {
             return Err(NetemError::MissingQdisc {
                 qdisc: "netem".into(),
@@ -471,7 +486,7 @@ impl NetemPaths {
                 path: path.clone(),
             })
             .collect();
-        start_sampler(links, interval)
+        start_sampler(links, interval, Default::default())
     }
 
     /// Removes every namespace now (also done on drop).

@@ -1,5 +1,5 @@
 //! cclab's HTML report in headless Chromium: the `report` stage of `make
-//! test` (`cargo test --release -p integration-tests --test
+//! test` (`cargo test --workspace --release --test
 //! report_chromium -- --ignored`; a plain `cargo test` leaves it out, as it
 //! starts a browser). It fails on a JavaScript error, a network request
 //! (the page must be self-contained) or a blank figure.

@@ -1,5 +1,5 @@
 //! `examples/slurm/` on a real, single-node Slurm: the `slurm` stage of
-//! `make test` (`cargo test --release -p integration-tests --test slurm --
+//! `make test` (`cargo test --workspace --release --test slurm --
 //! --ignored`; a plain `cargo test` leaves it out, as it starts daemons).
 //!
 //! It starts munged, slurmctld and slurmd on localhost (everything under a

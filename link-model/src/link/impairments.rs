@@ -121,7 +121,8 @@ impl LossModel {
         Ok(LossModel::GilbertElliott { p, r, bad, good })
     }
 
-    pub(super) fn to_spec(self) -> String {
+    /// The model as a link description writes it.
+    pub fn to_spec(self) -> String {
         match self {
             LossModel::None => "0%".into(),
             LossModel::Random(p) => format_prob(p),
