@@ -45,7 +45,7 @@ run_tests='for t in "$@"; do echo "test-netem: $(basename "$t")"; case $t in *ke
 
 # The tests that go through `cclab run` (on a host without netem: the
 # guest router), and those that build links in-process (in a guest).
-cli_tests=(a_quic_flow_runs_end_to_end_on_netem flows_take_their_own_paths_through_a_chain_of_kernel_links a_quic_senders_losses_are_the_bottlenecks_drops ecn_marks_on_kernel_links the_kernels_red_marks scheduled_changes_take_effect_on_netem)
+cli_tests=(a_quic_flow_runs_end_to_end_on_netem flows_take_their_own_paths_through_a_chain_of_kernel_links a_quic_senders_losses_are_the_bottlenecks_drops ecn_marks_on_kernel_links the_kernels_red_marks scheduled_changes_take_effect_on_netem a_policer_on_netem_drops_what_exceeds_it)
 skip_cli=()
 for t in "${cli_tests[@]}"; do skip_cli+=(--skip "$t"); done
 

@@ -743,7 +743,7 @@ pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<Gues
             }
         }
         if paths {
-            crate::netem_paths::refuse_changes(&topo).map_err(|e| GuestError::Link {
+            crate::netem_paths::refuse_one_link_elements(&topo).map_err(|e| GuestError::Link {
                 kernel: r.hello.kernel.clone(),
                 why: e,
             })?;

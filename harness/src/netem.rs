@@ -108,6 +108,10 @@ pub struct Caps {
     pub tbf: bool,
     /// `sch_htb` works.
     pub htb: bool,
+    /// A policer works: the `ingress` qdisc, the `u32` classifier and the
+    /// `police` action (`act_police`).
+    #[serde(default)]
+    pub police: bool,
 }
 
 /// Finds out which qdiscs the kernel has, by adding each to `lo` in a
@@ -144,6 +148,10 @@ pub fn probe() -> Caps {
     caps.fq_codel = try_qdisc(&["fq_codel"]);
     caps.pie = try_qdisc(&["pie"]);
     caps.dualpi2 = try_qdisc(&["dualpi2"]);
+    caps.police = policer_args(&ns, "lo", 1e6, 10_000).iter().all(|c| {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        netns::run("tc", &args).is_ok()
+    });
     let _ = netns::delete(&ns);
     // iproute2 prints netem's usage (to stderr) for "help"; look for seed.
     if let Ok(out) = std::process::Command::new("tc")
@@ -291,6 +299,44 @@ pub fn netem_args(ns: &str, dev: &str, d: &DirectionSpec, seed: Option<u64>) -> 
         a.extend(["seed".into(), s.to_string()]);
     }
     a
+}
+
+/// The `tc` commands for a token-bucket policer of `rate_bps` and `burst`
+/// bytes on what enters `dev` in `ns` (the link's `policer`): an
+/// `ingress` qdisc and a filter matching every packet (`u32 match u32 0
+/// 0`) whose `police` action drops
+/// what exceeds the bucket and passes the rest on to the router, and so to
+/// the bottleneck's queue. tc counts the Ethernet frame, as the shaper
+/// does.
+pub fn policer_args(ns: &str, dev: &str, rate_bps: f64, burst: u64) -> Vec<Vec<String>> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    vec![
+        s(&["-n", ns, "qdisc", "replace", "dev", dev, "ingress"]),
+        s(&[
+            "-n",
+            ns,
+            "filter",
+            "replace",
+            "dev",
+            dev,
+            "ingress",
+            "prio",
+            "1",
+            "u32",
+            "match",
+            "u32",
+            "0",
+            "0",
+            "action",
+            "police",
+            "rate",
+            &tc_rate(rate_bps),
+            "burst",
+            &format!("{burst}b"),
+            "conform-exceed",
+            "drop/ok",
+        ]),
+    ]
 }
 
 /// Linux RED's EWMA weight is 2^-Wlog, and tc derives Wlog from `burst`
@@ -571,12 +617,6 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 "link.{dir}.changes: a change's `{what}` has no kernel counterpart here; the kernel links change rate, delay, loss and queue and black-hole (outage) on schedule, and the simulator and the userspace emulator (--link sim, --link emu) do everything"
             )));
         }
-        if let Some(p) = d.policer {
-            return Err(NetemError::Unsupported(format!(
-                "link.{dir}.policer: `{}` is a link element of the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not police yet",
-                p.to_spec()
-            )));
-        }
         if let Some(a) = d.aggregate {
             return Err(NetemError::Unsupported(format!(
                 "link.{dir}.aggregate: `{}` is a link element of the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not aggregate yet",
@@ -584,6 +624,12 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
             )));
         }
         let missing = |q: &str| NetemError::MissingQdisc { qdisc: q.into() };
+        if let Some(p) = d.policer.filter(|_| !caps.police) {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.policer: `{}` needs the kernel's `police` action and `u32` classifier on an `ingress` qdisc, which this kernel lacks (act_police); the guest router has them (CCLAB_NETEM_ROUTER=guest), and the simulator and the userspace emulator police too (--link sim, --link emu)",
+                p.to_spec()
+            )));
+        }
         if impairments && needs_netem(d) && !caps.netem {
             return Err(missing("netem"));
         }
@@ -677,6 +723,10 @@ pub struct QdiscStats {
     /// CE marks (red's `marked`, codel/fq_codel/pie's `ecn_mark`,
     /// codel/fq_codel's `ce_mark`; the largest of the qdiscs').
     pub marks: u64,
+    /// Drops at the device's `ingress` qdisc: a policer's, of the
+    /// direction that enters here (not in `drops`, which are the
+    /// device's egress qdiscs').
+    pub ingress_drops: u64,
 }
 
 /// Reads the root qdisc's counters from `tc -s -j qdisc show` output. Drops
@@ -685,12 +735,16 @@ pub struct QdiscStats {
 /// depends on where they happen (enqueue or dequeue).
 pub fn parse_root_stats(json: &str) -> Option<QdiscStats> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let all = v.as_array()?;
+    let (ingress, all): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = v
+        .as_array()?
+        .iter()
+        .partition(|q| q.get("kind").and_then(|k| k.as_str()) == Some("ingress"));
     let root = all
         .iter()
         .find(|q| q.get("root").and_then(|r| r.as_bool()) == Some(true))?;
     let n = |q: &serde_json::Value, k: &str| q.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     Some(QdiscStats {
+        ingress_drops: ingress.iter().map(|q| n(q, "drops")).sum(),
         bytes: n(root, "bytes"),
         packets: n(root, "packets"),
         drops: all.iter().map(|q| n(q, "drops")).max().unwrap_or(0),
@@ -786,6 +840,16 @@ impl NetemLink {
             let d = link.dir(dir);
             let (ens, edev, rdev) = placement(&topology, dir);
             let mut cmds = shaper_args(&topology.router, rdev, link, dir, mtu);
+            if let Some(p) = d.policer {
+                // Where the direction enters the router: the other
+                // router device.
+                let ingress = match dir {
+                    Dir::Up => netns::ROUTER_CLIENT_DEV,
+                    Dir::Down => netns::ROUTER_SERVER_DEV,
+                };
+                let burst = link.limit_bytes(dir, p.burst, mtu);
+                cmds.extend(policer_args(&topology.router, ingress, p.rate_bps, burst));
+            }
             if impairments && needs_netem(d) {
                 let seed = caps.netem_seed.then_some(link.seed ^ dir as u64);
                 cmds.push(segmenter_args(ens, edev));
@@ -854,10 +918,18 @@ impl NetemLink {
             )
         };
         let (up, down) = (at(Dir::Up), at(Dir::Down));
+        let policer = |dir: Dir, dev: &str| {
+            let p = self.link.dir(dir).policer;
+            p.map(|_| (t.router.clone(), dev.to_string()))
+        };
         start_sampler(
             vec![SampledLink {
                 shaper: [up.0, down.0],
                 netem: [up.1, down.1],
+                policer: [
+                    policer(Dir::Up, netns::ROUTER_CLIENT_DEV),
+                    policer(Dir::Down, netns::ROUTER_SERVER_DEV),
+                ],
                 rate_bps: [self.link.up.rate_bps, self.link.down.rate_bps],
                 path: path.to_path_buf(),
             }],
@@ -873,6 +945,9 @@ impl NetemLink {
 pub(crate) struct SampledLink {
     pub shaper: [(String, String); 2],
     pub netem: [(String, String); 2],
+    /// Where a direction's policer is (its `ingress` qdisc), if it has
+    /// one.
+    pub policer: [Option<(String, String)>; 2],
     pub rate_bps: [f64; 2],
     pub path: PathBuf,
 }
@@ -947,10 +1022,22 @@ pub(crate) fn start_sampler(
                     };
                     let t = (before + t0.elapsed().as_secs_f64()) / 2.0;
                     let (pt, ps, pnd) = prev[i][k];
-                    let nd = batches
+                    // netem's drops (its loss model) and the policer's.
+                    let netem_drops = batches
                         .get_mut(ens)
                         .and_then(|b| b.qdiscs(edev).ok())
-                        .map_or(pnd, |q| q.drops);
+                        .map(|q| q.drops);
+                    let policer_drops = match &l.policer[k] {
+                        Some((pns, pdev)) => batches
+                            .get_mut(pns)
+                            .and_then(|b| b.qdiscs(pdev).ok())
+                            .map(|q| q.ingress_drops),
+                        None => Some(0),
+                    };
+                    let nd = match (netem_drops, policer_drops) {
+                        (Some(a), Some(b)) => a + b,
+                        _ => pnd,
+                    };
                     let cap = l.rate_bps[k] * (t - pt);
                     let sent = s.bytes.saturating_sub(ps.bytes);
                     let drops_total = s.drops + nd;
@@ -1284,8 +1371,14 @@ mod tests {
                 backlog: 3000,
                 qlen: 2,
                 marks: 0,
+                ingress_drops: 0,
             })
         );
+        // A policer's drops at the device's ingress qdisc are apart from
+        // the egress qdiscs' (the other direction's).
+        let j = r#"[{"kind":"tbf","handle":"1:","root":true,"bytes":90,"packets":1,"drops":2,"backlog":0,"qlen":0},{"kind":"ingress","handle":"ffff:","parent":"ffff:fff1","drops":40}]"#;
+        let s = parse_root_stats(j).unwrap();
+        assert_eq!((s.drops, s.ingress_drops), (2, 40));
         // Marks: red's `marked`, codel's `ecn_mark` + `ce_mark` (in the
         // object or under `xstats`); the largest qdisc's.
         let j = r#"[{"kind":"htb","handle":"1:","root":true,"bytes":90,"packets":1,"drops":0,"backlog":0,"qlen":0},{"kind":"codel","handle":"10:","parent":"1:1","ecn_mark":4,"ce_mark":3},{"kind":"red","handle":"20:","xstats":{"marked":5}}]"#;
@@ -1336,6 +1429,7 @@ mod tests {
             dualpi2: false,
             tbf: true,
             htb: true,
+            police: true,
         };
         let refuse = |toml_text: &str, caps: &Caps| {
             check_link(&spec(toml_text), caps, false)
@@ -1371,5 +1465,36 @@ mod tests {
         assert!(e.contains("coupling_factor is a whole number"), "{e}");
         let e = refuse("aqm = \"step:threshold=1ms\"", &Caps::default());
         assert!(e.contains("`codel`"), "{e}");
+        // A policer where the kernel can police; refused, naming the
+        // action, where it cannot.
+        let policer = "[down]\npolicer = \"rate=10mbit,burst=50kb\"";
+        assert_eq!(refuse(policer, &all), "");
+        let no_police = Caps {
+            police: false,
+            ..all.clone()
+        };
+        let e = refuse(policer, &no_police);
+        assert!(
+            e.contains("link.down.policer") && e.contains("act_police"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_policer_polices_what_enters_the_router() {
+        let l = spec("rate = \"20mbit\"\n[down]\npolicer = \"rate=10mbit,burst=50kb\"");
+        let p = l.down.policer.unwrap();
+        let burst = l.limit_bytes(Dir::Down, p.burst, 1500);
+        let c: Vec<String> = policer_args("r", "rs0", p.rate_bps, burst)
+            .iter()
+            .map(|c| line(c))
+            .collect();
+        assert_eq!(
+            c,
+            [
+                "-n r qdisc replace dev rs0 ingress",
+                "-n r filter replace dev rs0 ingress prio 1 u32 match u32 0 0 action police rate 10000000bit burst 51200b conform-exceed drop/ok"
+            ]
+        );
     }
 }

@@ -140,18 +140,25 @@ pub fn check(topo: &Topology, routes: &[Route]) -> Result<(), NetemError> {
     routers(topo, routes).map(|_| ())
 }
 
-/// Scheduled changes run on one kernel link only (the sampler of several
-/// links applies none): refused on any link of `topo`, naming it.
-pub fn refuse_changes(topo: &Topology) -> Result<(), NetemError> {
-    match topo.links.iter().find(|l| {
-        !l.spec.up.changes.is_empty() || !l.spec.down.changes.is_empty()
-    }) {
-        Some(l) => Err(NetemError::Unsupported(format!(
-            "link `{}`: scheduled changes run on one kernel link, not on several links or per-flow paths (the simulator and the userspace emulator run them on any topology: --link sim, --link emu)",
+/// Scheduled changes and policers run on one kernel link only (the
+/// sampler of several links applies no change, and no router here
+/// polices): refused on any link of `topo`, naming it.
+pub fn refuse_one_link_elements(topo: &Topology) -> Result<(), NetemError> {
+    for l in &topo.links {
+        let (up, down) = (&l.spec.up, &l.spec.down);
+        let what = if !up.changes.is_empty() || !down.changes.is_empty() {
+            "scheduled changes run"
+        } else if up.policer.is_some() || down.policer.is_some() {
+            "a policer runs"
+        } else {
+            continue;
+        };
+        return Err(NetemError::Unsupported(format!(
+            "link `{}`: {what} on one kernel link, not on several links or per-flow paths (the simulator and the userspace emulator run it on any topology: --link sim, --link emu)",
             l.name
-        ))),
-        None => Ok(()),
+        )));
     }
+    Ok(())
 }
 
 impl NetemPaths {
@@ -171,7 +178,7 @@ impl NetemPaths {
                 e => e,
             })?;
         }
-        refuse_changes(topo)?;
+        refuse_one_link_elements(topo)?;
         if routes.iter().any(|r| r.access_ns > 0) && !caps.netem {
             return Err(NetemError::MissingQdisc {
                 qdisc: "netem".into(),
@@ -482,6 +489,7 @@ impl NetemPaths {
             .map(|((place, l), path)| SampledLink {
                 shaper: place.shaper.clone(),
                 netem: place.netem.clone(),
+                policer: [None, None],
                 rate_bps: [l.spec.up.rate_bps, l.spec.down.rate_bps],
                 path: path.clone(),
             })

@@ -389,6 +389,21 @@ pub fn measure_link(
     let mut kernel_qdiscs = None;
     let mut impairment_qdiscs = None;
     let mut veth_stats = None;
+    // The probe from the server's namespace to a receiver at `client_ip`
+    // in the client's.
+    let across = |client_ns: &str, client_ip: std::net::Ipv4Addr, server_ns: &str| {
+        let rx = Receiver::bind(Some(client_ns), SocketAddr::from((client_ip, 0)))?;
+        let sent = send(
+            Some(server_ns),
+            rx.local_addr(),
+            offered_bps,
+            size,
+            1,
+            duration,
+        )?;
+        let arrivals = rx.finish(Duration::from_millis(300) + Duration::from_nanos(delay_ns))?;
+        Ok::<_, io::Error>((sent, arrivals))
+    };
     let (sent, arrivals) = match kind {
         ProbeLink::Emu => {
             use crate::emu::{EmuConfig, Emulator, Forward};
@@ -424,38 +439,13 @@ pub fn measure_link(
             // probe has none.
             let g = crate::guest_router::setup(&sc, 1, &std::env::temp_dir(), false)?;
             let place = &g.places[0];
-            let rx = Receiver::bind(Some(&place.client_ns), SocketAddr::from((g.client_ip, 0)))?;
-            let sent = send(
-                Some(&place.server_ns),
-                rx.local_addr(),
-                offered_bps,
-                size,
-                1,
-                duration,
-            )?;
-            let arrivals =
-                rx.finish(Duration::from_millis(300) + Duration::from_nanos(delay_ns))?;
-            drop(g);
-            (sent, arrivals)
+            across(&place.client_ns, g.client_ip, &place.server_ns)?
         }
         ProbeLink::Netem => {
             let caps = crate::netem::probe();
             let n = crate::netem::NetemLink::setup(link, &caps, 1500, true)?;
             let t = &n.topology;
-            let rx = Receiver::bind(
-                Some(&t.client),
-                SocketAddr::from((crate::netns::CLIENT_IP, 0)),
-            )?;
-            let sent = send(
-                Some(&t.server),
-                rx.local_addr(),
-                offered_bps,
-                size,
-                1,
-                duration,
-            )?;
-            let arrivals =
-                rx.finish(Duration::from_millis(300) + Duration::from_nanos(delay_ns))?;
+            let (sent, arrivals) = across(&t.client, crate::netns::CLIENT_IP, &t.server)?;
             let dev = crate::netns::ROUTER_CLIENT_DEV;
             kernel_qdiscs = crate::netns::run(
                 "tc",

@@ -90,18 +90,26 @@ fn a_rate_drop_and_recovery_on_the_emulator() {
 }
 
 #[test]
-fn the_kernel_backend_refuses_scheduled_changes_by_name() {
-    let sc = Scenario::parse(&rate_drop("netem", 4), "test", Path::new(".")).unwrap();
+fn the_kernel_backend_takes_rate_changes_and_refuses_a_pause_by_name() {
     let caps = harness::netem::Caps {
         netem: true,
         tbf: true,
         ..Default::default()
     };
+    // Rate, delay, loss, queue and outages run on netem
+    // (harness/src/netem_changes.rs; netem_kernel.rs runs them).
+    let sc = Scenario::parse(&rate_drop("netem", 4), "test", Path::new(".")).unwrap();
+    harness::netem::check_link(&sc.link, &caps, true).unwrap();
+    let pause = rate_drop("netem", 4).replace("rate = \"5mbit\"", "pause = \"100ms\"");
+    let sc = Scenario::parse(&pause, "test", Path::new(".")).unwrap();
     let e = harness::netem::check_link(&sc.link, &caps, true)
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("link.up.changes") && e.contains("--link sim") && e.contains("--link emu"),
+        e.contains("link.up.changes")
+            && e.contains("`pause`")
+            && e.contains("--link sim")
+            && e.contains("--link emu"),
         "{e}"
     );
 }

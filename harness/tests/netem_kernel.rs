@@ -757,3 +757,54 @@ fn scheduled_changes_take_effect_on_netem() {
     assert!(dark < 0.5, "during the outage: {dark:.2} Mbit/s");
     assert!(ours().is_empty(), "namespaces left: {:?}", ours());
 }
+
+/// A policer on netem (the kernel's `police` action at the router's
+/// ingress; through the guest router where this kernel has none): 10
+/// Mbit/s with a 50 kB bucket on a 20 Mbit/s link holds CUBIC's goodput
+/// under the policer's rate, its drops are the samples' (the bottleneck's
+/// queue stays nearly empty: what exceeds the bucket never reaches it).
+#[test]
+#[ignore = "needs a kernel with sch_netem: run by scripts/test-netem.sh (make test)"]
+fn a_policer_on_netem_drops_what_exceeds_it() {
+    require_netem_runs();
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("policer.toml");
+    std::fs::write(
+        &sc,
+        "name = \"netem-policer\"\nduration = \"6s\"\n[link]\nbackend = \"netem\"\nrate = \"20mbit\"\nrtt = \"40ms\"\nqueue = \"1bdp\"\n\
+         [link.down]\npolicer = \"rate=10mbit,burst=50kb\"\n[[flows]]\ncc = \"cubic\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = cclab()
+        .arg("run")
+        .arg(&sc)
+        .args(["--qlog-level", "metrics", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cclab run: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let g = s["flows"][0]["goodput_bps"].as_f64().unwrap() / 1e6;
+    assert!(
+        (6.0..10.0).contains(&g),
+        "goodput {g:.2} Mbit/s under a 10 Mbit/s policer"
+    );
+    let b = &s["bottleneck"];
+    assert!(
+        b["drops"].as_u64().unwrap() > 20,
+        "the policer's drops: {b}"
+    );
+    assert!(b["queue_delay_ms_mean"].as_f64().unwrap() < 5.0, "{b}");
+    let tc = link_commands(&out.join("rep-1"));
+    assert!(
+        tc.contains(" action police rate 10000000bit burst 51200b "),
+        "{tc}"
+    );
+    assert!(ours().is_empty(), "namespaces left: {:?}", ours());
+}
