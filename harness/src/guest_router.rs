@@ -967,7 +967,7 @@ impl Drop for GuestLink {
     }
 }
 
-/// The log of a link's scheduled changes ([`crate::netem_changes`]).
+/// The log of a link's scheduled changes ([`crate::netem::changes`]).
 const CHANGES_LOG: &str = "link-changes.jsonl";
 
 /// Sampling in the guest.

@@ -97,7 +97,7 @@ fn the_kernel_backend_takes_rate_changes_and_refuses_a_pause_by_name() {
         ..Default::default()
     };
     // Rate, delay, loss, queue and outages run on netem
-    // (harness/src/netem_changes.rs; netem_kernel.rs runs them).
+    // (harness/src/netem/changes.rs; netem_kernel.rs runs them).
     let sc = Scenario::parse(&rate_drop("netem", 4), "test", Path::new(".")).unwrap();
     harness::netem::check_link(&sc.link, &caps, true).unwrap();
     let pause = rate_drop("netem", 4).replace("rate = \"5mbit\"", "pause = \"100ms\"");

@@ -4,7 +4,7 @@
 //! loss or queue, and logs when they took effect (`link-changes.jsonl`
 //! beside the samples).
 //!
-//! What each change becomes, on one link (the [`crate::netem`] layout):
+//! What each change becomes, on one link (the [`super`] layout):
 //!
 //! - `rate`: the shaper's new rate (`tbf` at the root changed in place, or
 //!   the `htb` class), and netem's queue `limit`, which follows the rate;
@@ -19,16 +19,16 @@
 //!   outage's length, then takes the direction's loss model back.
 //!
 //! `pause` and `aggregate` have no kernel counterpart here and are refused
-//! by [`crate::netem::check_link`], as are changes on several links.
+//! by [`super::check_link`], as are changes on several links.
 //!
 //! The commands go through the sampler's `tc -batch` processes (one per
 //! namespace, already running), and a query of the changed device follows
 //! them: its answer comes once the kernel has taken the change, which is
 //! the time logged as `applied_s`.
 
+use super::tc::{needs_netem, netem_args, segmenter_args, shaper_args_for};
 use crate::link::changes::Schedule;
 use crate::link::{Dir, DirectionSpec, LinkSpec, LossModel};
-use crate::netem::{needs_netem, netem_args, segmenter_args, shaper_args_for};
 
 /// Where one direction's qdiscs are: the shaper's namespace and device,
 /// and netem's (the sending endpoint's).
@@ -176,7 +176,7 @@ pub struct Planner {
 
 impl Planner {
     /// The changes of `link` on the qdiscs at `place(dir)`; `seeded`:
-    /// whether netem takes a seed (as [`crate::netem::NetemLink::setup`]
+    /// whether netem takes a seed (as [`super::NetemLink::setup`]
     /// gave it).
     pub fn new(link: &LinkSpec, mtu: u64, seeded: bool, place: impl Fn(Dir) -> Place) -> Planner {
         let dirs = [Dir::Up, Dir::Down]
