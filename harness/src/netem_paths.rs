@@ -490,6 +490,7 @@ impl NetemPaths {
                 shaper: place.shaper.clone(),
                 netem: place.netem.clone(),
                 policer: [None, None],
+                changes: Default::default(),
                 rate_bps: [l.spec.up.rate_bps, l.spec.down.rate_bps],
                 path: path.clone(),
             })

@@ -752,6 +752,18 @@ fn scheduled_changes_take_effect_on_netem() {
         (15.0..=20.6).contains(&after),
         "back at 20 Mbit/s: {after:.2} Mbit/s"
     );
+    // The samples' utilization divides by the rate in force: near 1 at 5
+    // Mbit/s too (it read 0.25 when it divided by the rate as written).
+    let util: Vec<f64> = samples
+        .iter()
+        .filter(|s| (5.0..6.0).contains(&s["t_s"].as_f64().unwrap()))
+        .map(|s| s["utilization"].as_f64().unwrap())
+        .collect();
+    let mean = util.iter().sum::<f64>() / util.len().max(1) as f64;
+    assert!(
+        (0.9..1.1).contains(&mean),
+        "utilization at 5 Mbit/s: {mean:.3}"
+    );
     // The outage loses arrivals; the queue it had drains in 40 ms at most.
     let dark = rate(7.6, 8.0);
     assert!(dark < 0.5, "during the outage: {dark:.2} Mbit/s");

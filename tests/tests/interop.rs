@@ -187,6 +187,7 @@ async fn fetch_with(
         tokio::process::Command::new(client)
             .args(args)
             .arg(format!("https://{addr}/bytes/{bytes}"))
+            .kill_on_drop(true)
             .output(),
     )
     .await

@@ -135,6 +135,8 @@ fn ink(png_bytes: &[u8]) -> f64 {
 /// One headless Chromium, driven over its DevTools pipe.
 struct Browser {
     child: Child,
+    /// Its stderr.
+    log: PathBuf,
     to: File,
     from: File,
     buf: Vec<u8>,
@@ -177,7 +179,8 @@ impl Browser {
         .arg("about:blank")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        // A file, not a pipe nobody reads while the browser runs.
+        .stderr(File::create(profile.with_extension("stderr")).expect("the browser's log"));
         // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork
         // and exec. The pipe ends move above 9 first, so that placing them
         // at 3 and 4 cannot close one another; dup2 clears close-on-exec.
@@ -197,6 +200,7 @@ impl Browser {
         drop((to_browser_r, from_browser_w));
         Browser {
             child,
+            log: profile.with_extension("stderr"),
             to: File::from(to_browser_w),
             from: File::from(from_browser_r),
             buf: Vec::new(),
@@ -228,10 +232,7 @@ impl Browser {
             let mut chunk = vec![0u8; 1 << 20];
             let got = self.from.read(&mut chunk).expect("the DevTools pipe");
             if got == 0 {
-                let mut err = String::new();
-                if let Some(mut e) = self.child.stderr.take() {
-                    let _ = e.read_to_string(&mut err);
-                }
+                let err = std::fs::read_to_string(&self.log).unwrap_or_default();
                 let tail = &err[err.len().saturating_sub(2000)..];
                 panic!("the browser closed its pipe; its stderr ends:\n{tail}");
             }

@@ -7,11 +7,14 @@
 //! What each change becomes, on one link (the [`super`] layout):
 //!
 //! - `rate`: the shaper's new rate (`tbf` at the root changed in place, or
-//!   the `htb` class), and netem's queue `limit`, which follows the rate;
+//!   the `htb` class alone), and netem's queue `limit`, which follows the
+//!   rate;
 //! - `queue`: the shaper's new byte limit (`tbf`, or the `htb` leaf:
 //!   `bfifo`, `pfifo`, `red`, `codel`, `fq_codel` or `pie` changed in
 //!   place), a BDP multiple resolved against the rate and RTT as written,
-//!   as on the emulator;
+//!   as on the emulator. Unlike the emulator, the kernel's RED restarts its
+//!   queue and average on a change, and CoDel, fq_codel and PIE drop from
+//!   the head what a lowered limit no longer holds;
 //! - `delay`, `loss`: netem's new delay or loss model (netem changed in
 //!   place, its queued packets kept; installed with its segmenter at the
 //!   first change that needs it);
@@ -88,7 +91,7 @@ impl DirPlan {
     fn fire(&mut self) -> Option<TcChange> {
         let t = self.due()?;
         let mut what = Vec::new();
-        let (mut shaper, mut netem) = (false, false);
+        let (mut shaper, mut netem, mut rate_only) = (false, false, false);
         if self.outage_end.is_some_and(|e| e <= t) {
             // The outage ends first when a change comes at the same time.
             self.outage_end = None;
@@ -99,6 +102,7 @@ impl DirPlan {
             let c = c.clone();
             if let Some(r) = c.rate_bps {
                 self.now.rate_bps = r;
+                rate_only = c.queue.is_none();
                 shaper = true;
                 // netem's limit follows the rate.
                 netem = self.netem_on;
@@ -138,9 +142,13 @@ impl DirPlan {
             let mut s = shaper_args_for(&p.shaper_ns, &p.shaper_dev, &self.now, limit, self.mtu);
             // With htb the class and the leaf change; the root (which
             // has no parameters to change, and no change operation)
-            // stays.
+            // stays; a new rate alone changes the class only (changing a
+            // leaf restarts RED's queue and average in the kernel).
             if s.len() == 3 {
                 s.remove(0);
+                if rate_only {
+                    s.truncate(1);
+                }
             }
             cmds.extend(s);
         }
@@ -175,10 +183,17 @@ pub struct Planner {
 }
 
 impl Planner {
-    /// The changes of `link` on the qdiscs at `place(dir)`; `seeded`:
-    /// whether netem takes a seed (as [`super::NetemLink::setup`]
-    /// gave it).
-    pub fn new(link: &LinkSpec, mtu: u64, seeded: bool, place: impl Fn(Dir) -> Place) -> Planner {
+    /// The changes of `link` on the qdiscs at `place(dir)`; `impairments`:
+    /// whether the link has its netem qdiscs (a link built with its shapers
+    /// only has none, and takes no delay, loss or outage change); `seeded`:
+    /// whether netem takes a seed (as [`super::NetemLink::setup`] gave it).
+    pub fn new(
+        link: &LinkSpec,
+        mtu: u64,
+        impairments: bool,
+        seeded: bool,
+        place: impl Fn(Dir) -> Place,
+    ) -> Planner {
         let dirs = [Dir::Up, Dir::Down]
             .into_iter()
             .filter(|&dir| !link.dir(dir).changes.is_empty())
@@ -191,7 +206,7 @@ impl Planner {
                     now: d.clone(),
                     sched: Schedule::new(&d.changes),
                     outage_end: None,
-                    netem_on: needs_netem(d),
+                    netem_on: impairments && needs_netem(d),
                     seed: seeded.then_some(link.seed ^ dir as u64),
                     mtu,
                 }
@@ -244,7 +259,7 @@ mod tests {
         let l = link(
             "rate = \"20mbit\"\nrtt = \"40ms\"\nqueue = \"1bdp\"\n[[down.changes]]\nat = \"5s\"\nrate = \"5mbit\"\n[[down.changes]]\nat = \"10s\"\nrate = \"20mbit\"\n",
         );
-        let mut p = Planner::new(&l, 1500, false, place);
+        let mut p = Planner::new(&l, 1500, true, false, place);
         assert_eq!(p.due(), Some(5_000_000_000));
         let c = p.fire().unwrap();
         assert_eq!(
@@ -274,7 +289,7 @@ mod tests {
         let l = link(
             "rate = \"20mbit\"\nrtt = \"40ms\"\nqueue = \"1bdp\"\naqm = \"codel\"\n[[changes]]\nat = \"1s\"\nrate = \"10mbit\"\nqueue = \"50pkt\"\n",
         );
-        let mut p = Planner::new(&l, 1500, false, place);
+        let mut p = Planner::new(&l, 1500, true, false, place);
         let up = p.fire().unwrap();
         let down = p.fire().unwrap();
         assert_eq!((up.dir, down.dir), (Dir::Up, Dir::Down));
@@ -290,6 +305,15 @@ mod tests {
             "{l1:?}"
         );
         assert!(!l1.iter().any(|c| c.contains(" htb default ")), "{l1:?}");
+        // A new rate alone changes the class only: changing the leaf
+        // would restart RED's queue and average in the kernel.
+        let l = link(
+            "rate = \"20mbit\"\nrtt = \"40ms\"\naqm = \"red\"\n[[down.changes]]\nat = \"1s\"\nrate = \"10mbit\"\n",
+        );
+        let c = Planner::new(&l, 1500, true, false, place).fire().unwrap();
+        let l1 = lines(&c);
+        assert!(l1[0].starts_with("r: class replace dev sh-down"), "{l1:?}");
+        assert!(!l1.iter().any(|c| c.contains(" red ")), "{l1:?}");
     }
 
     #[test]
@@ -297,7 +321,7 @@ mod tests {
         let l = link(
             "rate = \"20mbit\"\nrtt = \"40ms\"\nloss = \"1%\"\n[[down.changes]]\nat = \"2s\"\nevery = \"5s\"\noutage = \"1s\"\n",
         );
-        let mut p = Planner::new(&l, 1500, true, place);
+        let mut p = Planner::new(&l, 1500, true, true, place);
         let times: Vec<(u64, String)> = (0..4)
             .map(|_| p.fire().unwrap())
             .map(|c| {
@@ -319,7 +343,7 @@ mod tests {
     #[test]
     fn a_delay_jump_installs_netem_where_there_was_none() {
         let l = link("rate = \"20mbit\"\ndelay = \"0ms\"\n[[down.changes]]\nat = \"1s\"\ndelay = \"100ms\"\n");
-        let mut p = Planner::new(&l, 1500, false, place);
+        let mut p = Planner::new(&l, 1500, true, false, place);
         let c = p.fire().unwrap();
         let l1 = lines(&c);
         assert_eq!(l1.len(), 2, "{l1:?}");

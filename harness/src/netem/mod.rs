@@ -71,7 +71,7 @@ pub use tc::*;
 
 use crate::bottleneck::{Sample, SampleWriter};
 use crate::link::units::format_duration_ns;
-use crate::link::{Aqm, Dir, LinkSpec, Sched, StepThreshold};
+use crate::link::{Aqm, Dir, LinkSpec, QueueLimit, Sched, StepThreshold};
 use crate::netns::{self, Namespaces, NetnsError};
 
 /// Why the netem backend cannot run.
@@ -212,6 +212,38 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 "link.{dir}.changes: a change's `{what}` has no kernel counterpart here; the kernel links change rate, delay, loss and queue and black-hole (outage) on schedule, and the simulator and the userspace emulator (--link sim, --link emu) do everything"
             )));
         }
+        // Drop-tail is a tbf with a byte limit and an htb with a pfifo in
+        // packets: a queue change from one unit to the other would need
+        // another root qdisc mid-run.
+        let tbf = |q: QueueLimit| d.aqm == Aqm::DropTail && !matches!(q, QueueLimit::Packets(_));
+        if let Some(c) = d
+            .changes
+            .iter()
+            .find(|c| c.queue.is_some_and(|q| tbf(q) != tbf(d.queue)))
+        {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.changes: the queue change to `{}` at {} switches the kernel's drop-tail queue between bytes (a tbf) and packets (an htb with a pfifo) mid-run; give it in the unit the link starts with (`{}`)",
+                c.queue.map(|q| q.to_spec()).unwrap_or_default(),
+                format_duration_ns(c.at_ns),
+                d.queue.to_spec()
+            )));
+        }
+        // A delay, loss or outage change needs netem, even on a link that
+        // starts without it.
+        let netem_changes = d
+            .changes
+            .iter()
+            .any(|c| c.delay_ns.is_some() || c.loss.is_some() || c.outage_ns.is_some());
+        if netem_changes && !impairments {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.changes: a delay, loss or outage change needs netem, and this link is built with its shapers only"
+            )));
+        }
+        if netem_changes && !caps.netem {
+            return Err(NetemError::MissingQdisc {
+                qdisc: "netem".into(),
+            });
+        }
         if let Some(a) = d.aggregate {
             return Err(NetemError::Unsupported(format!(
                 "link.{dir}.aggregate: `{}` is a link element of the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not aggregate yet",
@@ -300,6 +332,8 @@ pub struct NetemLink {
     mtu: u64,
     /// Whether netem took a seed.
     seeded: bool,
+    /// Whether its impairments (netem) were installed.
+    impairments: bool,
 }
 
 /// Counters of one qdisc from `tc -s -j qdisc show`.
@@ -366,6 +400,8 @@ pub struct TcBatch {
     child: std::process::Child,
     input: std::process::ChildStdin,
     output: std::io::BufReader<std::process::ChildStdout>,
+    /// What tc says when it refuses a command (it says nothing else).
+    errors: Option<std::process::ChildStderr>,
 }
 
 impl TcBatch {
@@ -376,14 +412,16 @@ impl TcBatch {
             .args(["-n", ns, "-s", "-j", "-batch", "-"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()?;
         let input = child.stdin.take().expect("piped stdin");
         let output = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let errors = child.stderr.take();
         Ok(TcBatch {
             child,
             input,
             output,
+            errors,
         })
     }
 
@@ -403,7 +441,15 @@ impl TcBatch {
         self.input.flush()?;
         let mut line = String::new();
         if self.output.read_line(&mut line)? == 0 {
-            return Err(std::io::Error::other("tc -batch ended"));
+            // tc has stopped (at a command it refused): what it said.
+            let mut said = String::new();
+            if let Some(mut e) = self.errors.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut said);
+            }
+            return Err(std::io::Error::other(format!(
+                "tc -batch ended: {}",
+                said.trim()
+            )));
         }
         parse_root_stats(&line).ok_or_else(|| {
             std::io::Error::other(format!("tc -batch: no root qdisc on {dev}: {line}"))
@@ -462,6 +508,7 @@ impl NetemLink {
             commands,
             mtu,
             seeded: caps.netem_seed,
+            impairments,
         })
     }
 
@@ -495,7 +542,8 @@ impl NetemLink {
     /// `link-changes.jsonl` beside `path`.
     pub fn start_sampler(&self, interval: Duration, path: &Path) -> std::io::Result<Sampler> {
         let t = &self.topology;
-        let changes = changes::Planner::new(&self.link, self.mtu, self.seeded, |dir| {
+        let (imp, seeded) = (self.impairments, self.seeded);
+        let changes = changes::Planner::new(&self.link, self.mtu, imp, seeded, |dir| {
             let (ens, edev, rdev) = placement(t, dir);
             changes::Place {
                 shaper_ns: t.router.clone(),
@@ -524,6 +572,7 @@ impl NetemLink {
                     policer(Dir::Up, netns::ROUTER_CLIENT_DEV),
                     policer(Dir::Down, netns::ROUTER_SERVER_DEV),
                 ],
+                changes: [self.link.up.changes.clone(), self.link.down.changes.clone()],
                 rate_bps: [self.link.up.rate_bps, self.link.down.rate_bps],
                 path: path.to_path_buf(),
             }],
@@ -543,6 +592,9 @@ pub(crate) struct SampledLink {
     /// one.
     pub policer: [Option<(String, String)>; 2],
     pub rate_bps: [f64; 2],
+    /// Each direction's scheduled changes: the capacity a sample divides
+    /// by is the rate in force over its interval.
+    pub changes: [Vec<crate::link::changes::Change>; 2],
     pub path: PathBuf,
 }
 
@@ -632,7 +684,13 @@ pub(crate) fn start_sampler(
                         (Some(a), Some(b)) => a + b,
                         _ => pnd,
                     };
-                    let cap = l.rate_bps[k] * (t - pt);
+                    let ns = |s: f64| (s * 1e9) as u64;
+                    let cap = crate::link::changes::capacity_bits(
+                        l.rate_bps[k],
+                        &l.changes[k],
+                        ns(pt),
+                        ns(t),
+                    );
                     let sent = s.bytes.saturating_sub(ps.bytes);
                     let drops_total = s.drops + nd;
                     writers[i].write(&Sample {
@@ -1072,6 +1130,26 @@ mod tests {
             e.contains("link.down.policer") && e.contains("act_police"),
             "{e}"
         );
+        // A queue change that would switch drop-tail between a tbf (bytes)
+        // and an htb (packets) mid-run.
+        let e = refuse(
+            "queue = \"1bdp\"\n[[changes]]\nat = \"1s\"\nqueue = \"50pkt\"",
+            &all,
+        );
+        assert!(
+            e.contains("link.up.changes") && e.contains("`50pkt`") && e.contains("tbf"),
+            "{e}"
+        );
+        assert_eq!(
+            refuse(
+                "queue = \"1bdp\"\n[[changes]]\nat = \"1s\"\nqueue = \"2bdp\"",
+                &all
+            ),
+            ""
+        );
+        // A delay change on a link built with its shapers only.
+        let e = refuse("[[changes]]\nat = \"1s\"\ndelay = \"50ms\"", &all);
+        assert!(e.contains("needs netem"), "{e}");
     }
 
     #[test]
@@ -1087,7 +1165,7 @@ mod tests {
             c,
             [
                 "-n r qdisc replace dev rs0 ingress",
-                "-n r filter replace dev rs0 ingress prio 1 u32 match u32 0 0 action police rate 10000000bit burst 51200b conform-exceed drop/ok"
+                "-n r filter replace dev rs0 ingress prio 1 u32 match u32 0 0 action police rate 10000000bit burst 51200b overhead 14 conform-exceed drop/ok"
             ]
         );
     }

@@ -495,7 +495,7 @@ fn bottleneck_result(
             b.utilization_steady = utilization(&samples, d, first_start + STEADY_SKIP_S, active_s);
         }
         if counters.is_none() {
-            from_samples(&mut b, &samples, d, rate_bps);
+            from_samples(&mut b, &samples, d, rate_bps, &link.dir(d).changes);
         }
         b.recoveries = recoveries(&samples, d, &link.dir(d).changes, active_s);
     }
@@ -633,7 +633,15 @@ fn utilization(samples: &[bottleneck::Sample], d: Dir, from: f64, active_s: f64)
 /// and mean queueing delay as the backlog each sample saw, drained at the
 /// link's rate, weighted by the packets sent in its interval (the delay
 /// those packets met, as emu's per-packet sojourn mean).
-fn from_samples(b: &mut BottleneckResult, samples: &[bottleneck::Sample], d: Dir, rate_bps: f64) {
+/// The rate a sample's backlog drains at is the rate in force at its time
+/// (`changes`: the direction's scheduled changes).
+fn from_samples(
+    b: &mut BottleneckResult,
+    samples: &[bottleneck::Sample],
+    d: Dir,
+    rate_bps: f64,
+    changes: &[crate::link::changes::Change],
+) {
     let mine = || samples.iter().filter(|s| s.dir == d.as_str());
     b.drops = mine().map(|s| s.drops_total).max().unwrap_or(0);
     b.marks = mine().map(|s| s.marks_total).max().unwrap_or(0);
@@ -641,8 +649,11 @@ fn from_samples(b: &mut BottleneckResult, samples: &[bottleneck::Sample], d: Dir
     let packets: u64 = mine().map(|s| s.sent_packets).sum();
     b.loss_rate = (packets + b.drops > 0).then(|| b.drops as f64 / (packets + b.drops) as f64);
     if packets > 0 && rate_bps > 0.0 {
+        let rate = |s: &bottleneck::Sample| {
+            crate::link::changes::rate_at(rate_bps, changes, (s.t_s * 1e9) as u64).max(1.0)
+        };
         let weighted: f64 = mine()
-            .map(|s| s.queue_bytes as f64 * 8.0 / rate_bps * s.sent_packets as f64)
+            .map(|s| s.queue_bytes as f64 * 8.0 / rate(s) * s.sent_packets as f64)
             .sum();
         b.queue_delay_ms_mean = weighted / packets as f64 * 1e3;
     }
