@@ -330,9 +330,14 @@ pub fn binomial_99(n: u64, p: f64) -> (f64, f64) {
 pub enum ProbeLink {
     /// The userspace emulator on loopback.
     Emu,
-    /// Kernel netem/tbf on veth between namespaces (root, a kernel with
-    /// netem).
+    /// Kernel netem/tbf on veth between namespaces on this host (root, a
+    /// kernel with netem, or tbf/htb alone for a link without
+    /// impairments).
     Netem,
+    /// Kernel netem in the guest router, the probe's ends in host
+    /// namespaces (what `cclab run --link netem` uses on a host without
+    /// netem, [`crate::guest_router::wanted`]).
+    GuestRouter,
 }
 
 /// Bytes a datagram of `payload` bytes occupies where a link counts it:
@@ -341,7 +346,7 @@ pub enum ProbeLink {
 pub fn wire_bytes(link: ProbeLink, payload: u64) -> u64 {
     match link {
         ProbeLink::Emu => payload,
-        ProbeLink::Netem => payload + 42,
+        ProbeLink::Netem | ProbeLink::GuestRouter => payload + 42,
     }
 }
 
@@ -428,7 +433,7 @@ pub fn measure_link(
             emu.stop()?;
             (sent, arrivals)
         }
-        ProbeLink::Netem if crate::guest_router::wanted() => {
+        ProbeLink::GuestRouter => {
             // The link in the guest router, the probe's ends in host
             // namespaces, as `cclab run` has it.
             let sc = crate::scenario::Scenario {
