@@ -490,8 +490,10 @@ impl NetemPaths {
                 shaper: place.shaper.clone(),
                 netem: place.netem.clone(),
                 policer: [None, None],
-                changes: Default::default(),
-                rate_bps: [l.spec.up.rate_bps, l.spec.down.rate_bps],
+                // No changes here (refused on several links).
+                capacity: [&l.spec.up, &l.spec.down].map(|d| {
+                    link_model::elements::pipeline::ScheduledCapacity::new(d.rate_bps, &[])
+                }),
                 path: path.clone(),
             })
             .collect();

@@ -676,18 +676,7 @@ fn scheduled_changes_take_effect_on_netem() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = cclab()
-        .arg("run")
-        .arg(&sc)
-        .args(["--qlog-level", "metrics", "--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "cclab run: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    cclab_run(&[sc.to_str().unwrap(), "--qlog-level", "metrics"], &out);
     let rep = out.join("rep-1");
     let log = std::fs::read_to_string(rep.join("link-changes.jsonl")).expect("the changes' log");
     let changes: Vec<serde_json::Value> = log
@@ -788,20 +777,7 @@ fn a_policer_on_netem_drops_what_exceeds_it() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let o = cclab()
-        .arg("run")
-        .arg(&sc)
-        .args(["--qlog-level", "metrics", "--quiet", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "cclab run: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let s = cclab_run(&[sc.to_str().unwrap(), "--qlog-level", "metrics"], &out);
     let g = s["flows"][0]["goodput_bps"].as_f64().unwrap() / 1e6;
     assert!(
         (6.0..10.0).contains(&g),

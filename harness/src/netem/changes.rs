@@ -1,4 +1,4 @@
-//! Scheduled link changes (`[[link.changes]]`, [`crate::link::Change`]) on
+//! Scheduled link changes (`[[link.changes]]`, [`crate::link::changes::Change`]) on
 //! the kernel's qdiscs: at each change's time the netem sampler's thread
 //! runs the `tc` commands that give the direction its new rate, delay,
 //! loss or queue, and logs when they took effect (`link-changes.jsonl`

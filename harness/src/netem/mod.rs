@@ -12,7 +12,12 @@
 //!   router's egress veth towards the receiver (`rs0` for up, `rc0` for
 //!   down): `tbf` for drop-tail with a byte limit, otherwise `htb` with one
 //!   class at the rate and a leaf `bfifo`/`pfifo`, `red`, `codel`,
-//!   `fq_codel`, `pie` or `dualpi2`.
+//!   `fq_codel`, `pie` or `dualpi2`;
+//! - a **policer**, if the direction has one, on the router's device the
+//!   direction enters by (`ingress` and a `police` action, [`policer_args`]).
+//!
+//! The tc lines are `tc.rs`'s; the sampler ([`NetemLink::start_sampler`])
+//! also makes the link's scheduled changes ([`changes`]).
 //!
 //! **ECN.** `ecn=true` on red, codel, fq_codel and pie becomes the
 //! kernel's `ecn` option (`red ... ecn harddrop`: harddrop keeps RED's
@@ -46,9 +51,11 @@
 //! draw per datagram. The application keeps its GSO system calls.
 //!
 //! The kernel on this project's own machines has no `sch_netem` (nor
-//! `red`, `codel`): [`probe`] finds out, and [`NetemLink::setup`] refuses
-//! with a message pointing at `--link emu`. Rate shaping (tbf/htb) works
-//! there and is tested.
+//! `red`, `codel`, `act_police`): [`probe`] finds out, and
+//! [`NetemLink::setup`] refuses naming what is missing; `cclab run --link
+//! netem` builds the link in the guest router there
+//! ([`crate::guest_router`]), whose agent runs this same code. Rate shaping
+//! (tbf/htb) works on the host and is tested there.
 //!
 //! Differences from `emu` that the link description cannot hide: tc counts
 //! bytes on the wire (UDP payload + 28 bytes of IP/UDP + 14 of Ethernet),
@@ -73,6 +80,7 @@ use crate::bottleneck::{Sample, SampleWriter};
 use crate::link::units::format_duration_ns;
 use crate::link::{Aqm, Dir, LinkSpec, QueueLimit, Sched, StepThreshold};
 use crate::netns::{self, Namespaces, NetnsError};
+use link_model::elements::pipeline::ScheduledCapacity;
 
 /// Why the netem backend cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -320,6 +328,15 @@ fn placement(t: &Namespaces, dir: Dir) -> (&str, &'static str, &'static str) {
     }
 }
 
+/// The router device a direction enters by (where its policer is): the
+/// other direction's shaper device.
+fn ingress_dev(dir: Dir) -> &'static str {
+    match dir {
+        Dir::Up => netns::ROUTER_CLIENT_DEV,
+        Dir::Down => netns::ROUTER_SERVER_DEV,
+    }
+}
+
 /// The link set up on a topology; removed with it.
 pub struct NetemLink {
     /// The namespaces (client, router, server).
@@ -482,14 +499,9 @@ impl NetemLink {
             let (ens, edev, rdev) = placement(&topology, dir);
             let mut cmds = shaper_args(&topology.router, rdev, link, dir, mtu);
             if let Some(p) = d.policer {
-                // Where the direction enters the router: the other
-                // router device.
-                let ingress = match dir {
-                    Dir::Up => netns::ROUTER_CLIENT_DEV,
-                    Dir::Down => netns::ROUTER_SERVER_DEV,
-                };
                 let burst = link.limit_bytes(dir, p.burst, mtu);
-                cmds.extend(policer_args(&topology.router, ingress, p.rate_bps, burst));
+                let dev = ingress_dev(dir);
+                cmds.extend(policer_args(&topology.router, dev, p.rate_bps, burst));
             }
             if impairments && needs_netem(d) {
                 let seed = caps.netem_seed.then_some(link.seed ^ dir as u64);
@@ -560,20 +572,19 @@ impl NetemLink {
             )
         };
         let (up, down) = (at(Dir::Up), at(Dir::Down));
-        let policer = |dir: Dir, dev: &str| {
+        let policer = |dir: Dir| {
             let p = self.link.dir(dir).policer;
-            p.map(|_| (t.router.clone(), dev.to_string()))
+            p.map(|_| (t.router.clone(), ingress_dev(dir).to_string()))
         };
         start_sampler(
             vec![SampledLink {
                 shaper: [up.0, down.0],
                 netem: [up.1, down.1],
-                policer: [
-                    policer(Dir::Up, netns::ROUTER_CLIENT_DEV),
-                    policer(Dir::Down, netns::ROUTER_SERVER_DEV),
-                ],
-                changes: [self.link.up.changes.clone(), self.link.down.changes.clone()],
-                rate_bps: [self.link.up.rate_bps, self.link.down.rate_bps],
+                policer: [policer(Dir::Up), policer(Dir::Down)],
+                capacity: [Dir::Up, Dir::Down].map(|d| {
+                    let d = self.link.dir(d);
+                    ScheduledCapacity::new(d.rate_bps, &d.changes)
+                }),
                 path: path.to_path_buf(),
             }],
             interval,
@@ -591,10 +602,9 @@ pub(crate) struct SampledLink {
     /// Where a direction's policer is (its `ingress` qdisc), if it has
     /// one.
     pub policer: [Option<(String, String)>; 2],
-    pub rate_bps: [f64; 2],
-    /// Each direction's scheduled changes: the capacity a sample divides
-    /// by is the rate in force over its interval.
-    pub changes: [Vec<crate::link::changes::Change>; 2],
+    /// Each direction's capacity, its scheduled changes included: what a
+    /// sample's utilization divides by.
+    pub capacity: [ScheduledCapacity; 2],
     pub path: PathBuf,
 }
 
@@ -602,7 +612,7 @@ pub(crate) struct SampledLink {
 /// (JSON lines, the same [`Sample`] as emu) on one thread until the
 /// returned sampler is stopped; one `tc -batch` per namespace read.
 pub(crate) fn start_sampler(
-    links: Vec<SampledLink>,
+    mut links: Vec<SampledLink>,
     interval: Duration,
     mut changes: changes::Planner,
 ) -> std::io::Result<Sampler> {
@@ -657,7 +667,7 @@ pub(crate) fn start_sampler(
                 continue;
             }
             next += interval;
-            for (i, l) in links.iter().enumerate() {
+            for (i, l) in links.iter_mut().enumerate() {
                 for (k, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
                     let ((sns, sdev), (ens, edev)) = (&l.shaper[k], &l.netem[k]);
                     // The counters are read somewhere inside the query:
@@ -685,12 +695,7 @@ pub(crate) fn start_sampler(
                         _ => pnd,
                     };
                     let ns = |s: f64| (s * 1e9) as u64;
-                    let cap = crate::link::changes::capacity_bits(
-                        l.rate_bps[k],
-                        &l.changes[k],
-                        ns(pt),
-                        ns(t),
-                    );
+                    let cap = l.capacity[k].bits(ns(pt), ns(t));
                     let sent = s.bytes.saturating_sub(ps.bytes);
                     let drops_total = s.drops + nd;
                     writers[i].write(&Sample {

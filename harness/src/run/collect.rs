@@ -649,11 +649,20 @@ fn from_samples(
     let packets: u64 = mine().map(|s| s.sent_packets).sum();
     b.loss_rate = (packets + b.drops > 0).then(|| b.drops as f64 / (packets + b.drops) as f64);
     if packets > 0 && rate_bps > 0.0 {
-        let rate = |s: &bottleneck::Sample| {
-            crate::link::changes::rate_at(rate_bps, changes, (s.t_s * 1e9) as u64).max(1.0)
-        };
+        // The rate in force over each sample's interval (samples in time
+        // order), as the samples' utilization has it.
+        let mut cap = link_model::elements::pipeline::ScheduledCapacity::new(rate_bps, changes);
+        let ns = |s: f64| (s.max(0.0) * 1e9) as u64;
         let weighted: f64 = mine()
-            .map(|s| s.queue_bytes as f64 * 8.0 / rate(s) * s.sent_packets as f64)
+            .map(|s| {
+                let (t0, t1) = (ns(s.t_s - s.interval_s), ns(s.t_s));
+                let rate = if t1 > t0 {
+                    cap.bits(t0, t1) * 1e9 / (t1 - t0) as f64
+                } else {
+                    rate_bps
+                };
+                s.queue_bytes as f64 * 8.0 / rate.max(1.0) * s.sent_packets as f64
+            })
             .sum();
         b.queue_delay_ms_mean = weighted / packets as f64 * 1e3;
     }

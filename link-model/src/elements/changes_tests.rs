@@ -89,6 +89,23 @@ fn a_rate_step_changes_the_spacing_of_what_leaves_from_its_time() {
 }
 
 #[test]
+fn a_scheduled_capacity_counts_as_the_pipeline_does() {
+    // What samples a link from outside (the kernel links) divides by:
+    // the same capacity as the pipeline's, from the changes alone.
+    use super::pipeline::ScheduledCapacity;
+    let l = link(
+        "[[changes]]\nat = \"1s\"\nrate = \"3mbit\"\n[[changes]]\nat = \"2s\"\ndelay = \"50ms\"\n[[changes]]\nat = \"3s\"\nrate = \"6mbit\"\n",
+    );
+    let d = Pipeline::new(&l, Dir::Down, 1500);
+    let mut c = ScheduledCapacity::new(l.down.rate_bps, &l.down.changes);
+    // 12 Mbit/s for half a second, 3 for two (across the delay change), 6
+    // for half a second.
+    assert_eq!(c.bits(S / 2, 7 * S / 2), 6e6 + 6e6 + 3e6);
+    assert_eq!(c.bits(S / 2, 7 * S / 2), d.capacity_bits(S / 2, 7 * S / 2));
+    assert_eq!(c.bits(4 * S, 5 * S), 6e6);
+}
+
+#[test]
 fn the_capacity_counts_a_change_nothing_has_made_yet() {
     // An idle link: no packet ever makes the change, the samples must
     // still see it.

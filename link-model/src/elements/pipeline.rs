@@ -458,6 +458,35 @@ impl Pipeline {
     }
 }
 
+/// A direction's capacity over time as its scheduled changes shape it (its
+/// rate changes and pauses, as [`Pipeline::capacity_bits`] counts them),
+/// for what samples a link from outside the pipeline: the kernel links'
+/// sampler and the summary of their samples.
+#[derive(Clone, Debug)]
+pub struct ScheduledCapacity {
+    serializer: Serializer,
+    schedule: Schedule,
+}
+
+impl ScheduledCapacity {
+    /// A direction of `rate_bps` (as written) with `changes`.
+    pub fn new(rate_bps: f64, changes: &[Change]) -> ScheduledCapacity {
+        ScheduledCapacity {
+            serializer: Serializer::rate(rate_bps),
+            schedule: Schedule::new(changes),
+        }
+    }
+
+    /// Bits it can carry from `t0` to `t1` ns. Calls come in time order
+    /// (`t1` never earlier than a previous call's).
+    pub fn bits(&mut self, t0: u64, t1: u64) -> f64 {
+        while let Some((at, c)) = self.schedule.pop(t1) {
+            shape(&mut self.serializer, at, c);
+        }
+        self.serializer.capacity_bits(t0, t1)
+    }
+}
+
 /// What change `c`, made at `at`, does to the link's transmitter: its
 /// rate and its pauses (the capacity the samples divide by follows them).
 fn shape(s: &mut Serializer, at: u64, c: &Change) {

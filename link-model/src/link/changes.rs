@@ -325,36 +325,6 @@ pub fn check_within(field: &str, changes: &[Change], duration_ns: u64) -> Result
     Ok(())
 }
 
-/// The rate in force at `t_ns` of a direction whose rate is `rate_bps`
-/// as written: the last rate change at or before `t_ns`, if any.
-pub fn rate_at(rate_bps: f64, changes: &[Change], t_ns: u64) -> f64 {
-    let mut s = Schedule::new(changes);
-    let mut r = rate_bps;
-    while let Some((_, c)) = s.pop(t_ns) {
-        r = c.rate_bps.unwrap_or(r);
-    }
-    r
-}
-
-/// Bits a direction whose rate is `rate_bps` as written can carry from
-/// `from_ns` to `to_ns`, its rate changing at the changes' times.
-pub fn capacity_bits(rate_bps: f64, changes: &[Change], from_ns: u64, to_ns: u64) -> f64 {
-    let mut s = Schedule::new(changes);
-    let mut r = rate_bps;
-    while let Some((_, c)) = s.pop(from_ns) {
-        r = c.rate_bps.unwrap_or(r);
-    }
-    let (mut t, mut bits) = (from_ns, 0.0);
-    while let Some(next) = s.due().filter(|&n| n < to_ns) {
-        bits += r * next.saturating_sub(t) as f64 / 1e9;
-        t = next.max(t);
-        while let Some((_, c)) = s.pop(next) {
-            r = c.rate_bps.unwrap_or(r);
-        }
-    }
-    bits + r * to_ns.saturating_sub(t) as f64 / 1e9
-}
-
 /// The pending times of a direction's changes, earliest first.
 #[derive(Clone, Debug, Default)]
 pub struct Schedule {

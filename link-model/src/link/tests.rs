@@ -461,25 +461,3 @@ fn ecn_options_parse_and_round_trip() {
         assert!(!l.down.aqm.to_spec().contains("ce_threshold"), "{spec}");
     }
 }
-
-#[test]
-fn the_rate_in_force_and_the_capacity_across_rate_changes() {
-    use super::changes::{capacity_bits, rate_at};
-    let l = parse(
-        "rate = \"20mbit\"\n[[changes]]\nat = \"1s\"\nrate = \"5mbit\"\n[[changes]]\nat = \"2s\"\ndelay = \"50ms\"\n[[changes]]\nat = \"3s\"\nrate = \"10mbit\"\n",
-    )
-    .unwrap();
-    let c = &l.down.changes;
-    let s = 1_000_000_000u64;
-    assert_eq!(rate_at(20e6, c, 0), 20e6);
-    assert_eq!(rate_at(20e6, c, s - 1), 20e6);
-    assert_eq!(rate_at(20e6, c, s), 5e6);
-    // A delay change leaves the rate.
-    assert_eq!(rate_at(20e6, c, 2 * s + 1), 5e6);
-    assert_eq!(rate_at(20e6, c, 4 * s), 10e6);
-    // Half a second at 20 Mbit/s, two seconds at 5 (across the delay
-    // change), half a second at 10.
-    let bits = capacity_bits(20e6, c, s / 2, 3 * s + s / 2);
-    assert!((bits - (10e6 + 10e6 + 5e6)).abs() < 1.0, "{bits}");
-    assert!((capacity_bits(20e6, &[], 0, s) - 20e6).abs() < 1e-6);
-}
