@@ -720,6 +720,15 @@ pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<Gues
         }
     }
     let paths = sc.has_paths();
+    if guest_endpoints
+        && [&sc.link.up, &sc.link.down]
+            .iter()
+            .any(|d| d.aggregate.is_some())
+    {
+        return Err(GuestError::Agent(
+            "aggregation on netem holds packets where they leave the guest for this host, and a Linux TCP flow whose algorithm only the guest's kernel has never leaves it: run the flow with an algorithm this host has, or on --link emu".into(),
+        ));
+    }
     if paths && guest_endpoints {
         return Err(GuestError::Agent(
             "Linux TCP flows whose algorithm only the guest's kernel has run on one link only, not on several links or per-flow paths".into(),
@@ -1015,7 +1024,7 @@ pub fn agent(tty: &Path) -> anyhow::Result<()> {
     raw_mode(&f)?;
     let mut out = f.try_clone()?;
     let input = BufReader::new(f);
-    let caps = crate::netem::probe();
+    let caps = crate::netem::probe().as_router();
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .unwrap_or_default()
         .trim()
@@ -1120,7 +1129,7 @@ fn handle(
             let base = std::env::current_dir()?;
             let sc = Scenario::parse(&scenario, "the host's scenario", &base)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let caps = crate::netem::probe();
+            let caps = crate::netem::probe().as_router();
             let (b, ends, server_ips, mut commands) = if sc.has_paths() {
                 let p = NetemPaths::setup(
                     &sc.topology().with_seed(seed),
@@ -1175,6 +1184,9 @@ fn handle(
                         break;
                     }
                 }
+            }
+            if let (Ok(()), Built::One(n)) = (&result, &b) {
+                result = aggregate_on_exits(&n.link, &ends, &mut commands);
             }
             let mut guest_place = None;
             if result.is_ok() && guest_endpoints {
@@ -1247,6 +1259,27 @@ fn handle(
         }
         Request::Quit => Ok(serde_json::Value::Null),
     }
+}
+
+/// A single link's aggregation ([`crate::netem::aggregation_args`]) on
+/// the device each direction leaves the guest by once it has crossed the
+/// link: `vec1` in the server's forwarder going up, `vec0` in the
+/// client's going down (`ends`: the forwarders, client first).
+fn aggregate_on_exits(
+    link: &crate::link::LinkSpec,
+    ends: &[(String, String)],
+    commands: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    use crate::link::Dir;
+    for (dir, k) in [(Dir::Up, 1usize), (Dir::Down, 0)] {
+        let d = link.dir(dir);
+        let Some(a) = d.aggregate else { continue };
+        let args = crate::netem::aggregation_args(&ends[k].0, &format!("vec{k}"), &a, d.rate_bps);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        netns::run("tc", &refs)?;
+        commands.push(format!("tc {}", args.join(" ")));
+    }
+    Ok(())
 }
 
 /// Makes endpoint namespace `ns` a forwarder between its veth `dev` and
@@ -1384,6 +1417,8 @@ fn guest_addresses(
 /// removes the link.
 fn teardown(b: Built, moved: &[(String, String)]) {
     for (ns, vec) in moved {
+        // An aggregation's netem, if there is one.
+        let _ = netns::run("tc", &["-n", ns, "qdisc", "del", "dev", vec, "root"]);
         let _ = netns::run("ip", &["-n", ns, "link", "set", vec, "netns", "1"]);
     }
     drop(b);

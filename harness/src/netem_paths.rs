@@ -140,9 +140,10 @@ pub fn check(topo: &Topology, routes: &[Route]) -> Result<(), NetemError> {
     routers(topo, routes).map(|_| ())
 }
 
-/// Scheduled changes and policers run on one kernel link only (the
-/// sampler of several links applies no change, and no router here
-/// polices): refused on any link of `topo`, naming it.
+/// Scheduled changes, policers and aggregation run on one kernel link
+/// only (the sampler of several links applies no change, no router here
+/// polices, and aggregation is held where a single link's packets leave
+/// the guest router): refused on any link of `topo`, naming it.
 pub fn refuse_one_link_elements(topo: &Topology) -> Result<(), NetemError> {
     for l in &topo.links {
         let (up, down) = (&l.spec.up, &l.spec.down);
@@ -150,6 +151,8 @@ pub fn refuse_one_link_elements(topo: &Topology) -> Result<(), NetemError> {
             "scheduled changes run"
         } else if up.policer.is_some() || down.policer.is_some() {
             "a policer runs"
+        } else if up.aggregate.is_some() || down.aggregate.is_some() {
+            "aggregation runs"
         } else {
             continue;
         };

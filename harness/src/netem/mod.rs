@@ -15,6 +15,10 @@
 //!   `fq_codel`, `pie` or `dualpi2`;
 //! - a **policer**, if the direction has one, on the router's device the
 //!   direction enters by (`ingress` and a `police` action, [`policer_args`]).
+//! - **aggregation**, if the direction has one, only where the endpoints'
+//!   namespaces forward to a device of their own past the shaper (the
+//!   guest router's layout, [`Caps::aggregate`]): netem's `slot` at that
+//!   device's root ([`aggregation_args`]); refused on a host's own layout.
 //!
 //! The tc lines are `tc.rs`'s; the sampler ([`NetemLink::start_sampler`])
 //! also makes the link's scheduled changes ([`changes`]).
@@ -124,6 +128,25 @@ pub struct Caps {
     /// `police` action (`act_police`).
     #[serde(default)]
     pub police: bool,
+    /// netem's `slot` (bursts of releases) is understood.
+    #[serde(default)]
+    pub netem_slot: bool,
+    /// Aggregation can be built: netem has `slot`, and each endpoint's
+    /// namespace forwards to a device of its own past the shaper (the
+    /// guest router's layout; set by its agent, [`Caps::as_router`]).
+    /// A host's own layout delivers from the router straight into the
+    /// endpoint, with no egress qdisc after the shaper.
+    #[serde(default)]
+    pub aggregate: bool,
+}
+
+impl Caps {
+    /// What the guest router can build with this kernel: these
+    /// capabilities, and aggregation where netem has `slot`.
+    pub fn as_router(mut self) -> Caps {
+        self.aggregate = self.netem_slot;
+        self
+    }
 }
 
 /// Finds out which qdiscs the kernel has, by adding each to `lo` in a
@@ -145,6 +168,7 @@ pub fn probe() -> Caps {
         ok
     };
     caps.netem = try_qdisc(&["netem", "delay", "1ms"]);
+    caps.netem_slot = try_qdisc(&["netem", "slot", "1ms", "1ms", "packets", "8"]);
     caps.tbf = try_qdisc(&["tbf", "rate", "1mbit", "burst", "10kb", "limit", "10kb"]);
     caps.htb = try_qdisc(&["htb"]);
     caps.red = try_qdisc(&[
@@ -252,9 +276,14 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 qdisc: "netem".into(),
             });
         }
-        if let Some(a) = d.aggregate {
+        if let Some(a) = d.aggregate.filter(|_| !caps.aggregate) {
+            let why = if caps.netem_slot {
+                "needs a device after the shaper to hold packets on, which this kernel's own layout lacks (the router delivers straight into the endpoint); the guest router has one (CCLAB_NETEM_ROUTER=guest)"
+            } else {
+                "needs netem's `slot` (Linux 4.19 and later), which this kernel lacks"
+            };
             return Err(NetemError::Unsupported(format!(
-                "link.{dir}.aggregate: `{}` is a link element of the simulator and the userspace emulator (--link sim, --link emu); the kernel links do not aggregate yet",
+                "link.{dir}.aggregate: `{}` {why}; the simulator and the userspace emulator aggregate too (--link sim, --link emu)",
                 a.to_spec()
             )));
         }
@@ -1087,6 +1116,8 @@ mod tests {
             tbf: true,
             htb: true,
             police: true,
+            netem_slot: true,
+            aggregate: false,
         };
         let refuse = |toml_text: &str, caps: &Caps| {
             check_link(&spec(toml_text), caps, false)
@@ -1155,6 +1186,49 @@ mod tests {
         // A delay change on a link built with its shapers only.
         let e = refuse("[[changes]]\nat = \"1s\"\ndelay = \"50ms\"", &all);
         assert!(e.contains("needs netem"), "{e}");
+        // Aggregation: the guest router's layout builds it, a host's own
+        // does not; a kernel without netem's slot cannot.
+        let agg = "[down]\naggregate = \"period=4ms\"";
+        let e = refuse(agg, &all);
+        assert!(
+            e.contains("link.down.aggregate: `period=4ms`")
+                && e.contains("after the shaper")
+                && e.contains("CCLAB_NETEM_ROUTER=guest"),
+            "{e}"
+        );
+        assert_eq!(refuse(agg, &all.clone().as_router()), "");
+        let no_slot = Caps {
+            netem_slot: false,
+            ..all.clone()
+        }
+        .as_router();
+        let e = refuse(agg, &no_slot);
+        assert!(e.contains("netem's `slot`"), "{e}");
+    }
+
+    #[test]
+    fn aggregation_is_netem_slots_of_the_period() {
+        let args = |toml_text: &str| {
+            let l = spec(toml_text);
+            line(&aggregation_args(
+                "c",
+                "vec0",
+                &l.down.aggregate.unwrap(),
+                l.down.rate_bps,
+            ))
+        };
+        assert_eq!(
+            args("rate = \"20mbit\"\n[down]\naggregate = \"period=4ms\""),
+            "-n c qdisc replace dev vec0 root netem limit 1000 slot 4ms 4ms"
+        );
+        assert_eq!(
+            args("rate = \"1gbit\"\n[down]\naggregate = \"period=10ms,burst=32pkt\""),
+            "-n c qdisc replace dev vec0 root netem limit 19532 slot 10ms 10ms packets 32"
+        );
+        assert_eq!(
+            args("rate = \"20mbit\"\n[down]\naggregate = \"period=8ms,burst=30kb\""),
+            "-n c qdisc replace dev vec0 root netem limit 1000 slot 8ms 8ms bytes 30720"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! scheduled change's time.
 
 use crate::link::units::format_duration_ns;
-use crate::link::{Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit, Sched, StepThreshold};
+use crate::link::{
+    Aggregation, Aqm, Dir, DirectionSpec, LinkSpec, LossModel, QueueLimit, Sched, StepThreshold,
+};
 
 pub(crate) fn pct(p: f64) -> String {
     format!("{}%", (p * 100.0 * 1e6).round() / 1e6)
@@ -123,6 +125,36 @@ pub fn netem_args(ns: &str, dev: &str, d: &DirectionSpec, seed: Option<u64>) -> 
         a.extend(["seed".into(), s.to_string()]);
     }
     a
+}
+
+/// The `tc` arguments for a direction's aggregation `a` on `dev` in `ns`,
+/// the device its packets leave by once they have crossed the link (the
+/// guest router's forwarder towards the host): a root netem with `slot`,
+/// which holds what it gets and releases it when a slot begins, at most
+/// `burst` per slot. Slots of exactly `period` (`slot P P`). The kernel
+/// starts the next slot `period` after the first packet that comes once
+/// a slot has begun, so after an idle gap a packet waits a whole period
+/// where the link model's fixed grid holds it up to one; on a busy link
+/// the two agree. A byte `burst` counts Ethernet frames here, UDP
+/// payload in the link model. `limit` holds a period's worth of 64-byte
+/// packets at `rate_bps` (at least 1000).
+pub fn aggregation_args(ns: &str, dev: &str, a: &Aggregation, rate_bps: f64) -> Vec<String> {
+    let period = format_duration_ns(a.period_ns);
+    let limit = ((rate_bps / 8.0 * a.period_ns as f64 / 1e9 / 64.0).ceil() as u64).max(1000);
+    let mut v: Vec<String> = [
+        "-n", ns, "qdisc", "replace", "dev", dev, "root", "netem", "limit",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.push(limit.to_string());
+    v.extend(["slot".into(), period.clone(), period]);
+    match a.burst {
+        Some(QueueLimit::Packets(n)) => v.extend(["packets".into(), n.to_string()]),
+        Some(QueueLimit::Bytes(n)) => v.extend(["bytes".into(), n.to_string()]),
+        Some(QueueLimit::Bdp(_)) | None => {}
+    }
+    v
 }
 
 /// The `tc` commands for a token-bucket policer of `rate_bps` and `burst`
