@@ -3,7 +3,7 @@
 
 CARGO ?= cargo
 
-.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce publish-reproduction demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures rtt-fairness-map cellular bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu aggregation netem-run kernel-vs-plugin coexistence syscalls host-load high-rates guest-router lint clean
+.PHONY: all bootstrap build test bench-fairness check-docs test-quiche test-demo check-bare-root test-slurm test-netem test-report report-screenshots test-quiche-example-client test-embed reproduce-quick reproduce publish-reproduction demo bench bench-link bench-qlog bench-harness bench-loopback bench-sim small-packets sim-vs-emu topology-figures rtt-fairness-map cellular bbr-cases bbr-compare slow-start harm link-elements compare-revisions netem-vs-emu aggregation link-changes netem-run kernel-vs-plugin coexistence syscalls host-load high-rates guest-router lint clean
 
 all: build
 
@@ -251,6 +251,14 @@ netem-vs-emu: bootstrap
 aggregation: bootstrap
 	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
 	target/release/cclab study studies/aggregation.toml --publish $(STUDY_ARGS)
+
+# The shipped link changes on sim, emu and netem (through the guest router
+# where this host has no netem): when netem's changes took effect and each
+# algorithm's recovery (studies/link-changes.toml, docs/links.md). About
+# 15 minutes.
+link-changes: bootstrap
+	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
+	target/release/cclab study studies/link-changes.toml --publish $(STUDY_ARGS)
 
 # Our plugins against Linux's own TCP implementations of the same
 # algorithms, one flow alone on the same kernel netem link (through the

@@ -977,7 +977,7 @@ impl Drop for GuestLink {
 }
 
 /// The log of a link's scheduled changes ([`crate::netem::changes`]).
-const CHANGES_LOG: &str = "link-changes.jsonl";
+const CHANGES_LOG: &str = crate::netem::changes::LOG;
 
 /// Sampling in the guest.
 pub struct GuestSampler {

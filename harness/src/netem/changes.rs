@@ -33,6 +33,9 @@ use super::tc::{needs_netem, netem_args, segmenter_args, shaper_args_for};
 use crate::link::changes::Schedule;
 use crate::link::{Dir, DirectionSpec, LinkSpec, LossModel};
 
+/// The log of when each change took effect, beside the samples.
+pub const LOG: &str = "link-changes.jsonl";
+
 /// Where one direction's qdiscs are: the shaper's namespace and device,
 /// and netem's (the sending endpoint's).
 #[derive(Clone, Debug)]

@@ -661,7 +661,7 @@ pub(crate) fn start_sampler(
         }
     }
     let first = links.first().map(|l| l.path.clone()).unwrap_or_default();
-    let changes_log = first.with_file_name("link-changes.jsonl");
+    let changes_log = first.with_file_name(changes::LOG);
     let mut log = match changes.due() {
         Some(_) => Some(std::io::BufWriter::new(std::fs::File::create(
             changes_log.with_extension("jsonl.part"),

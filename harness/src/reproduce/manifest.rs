@@ -337,6 +337,7 @@ pub const METRICS: &[&str] = &[
     "rtt_min_ms",
     "recovery_s",
     "unrecovered",
+    "change_late_ms",
     "ss_exit_ms",
     "ss_end_ms",
     "ss_cwnd_kb",

@@ -489,6 +489,19 @@ fn link_value(
                 t.iter().sum::<f64>() / t.len() as f64
             }
         }
+        // How late the changes took effect (netem; NaN where the link
+        // model makes them at their time).
+        "change_late_ms" => {
+            let t: Vec<f64> = links
+                .iter()
+                .flat_map(|(b, _)| b.recoveries.iter().filter_map(|r| r.late_ms))
+                .collect();
+            if t.is_empty() {
+                f64::NAN
+            } else {
+                t.iter().sum::<f64>() / t.len() as f64
+            }
+        }
         "unrecovered" => links
             .iter()
             .map(|(b, _)| {
@@ -635,6 +648,7 @@ const LINK_METRICS: &[&str] = &[
     "syscalls_per_packet",
     "recovery_s",
     "unrecovered",
+    "change_late_ms",
 ];
 
 fn is_flow_metric(m: &str) -> bool {

@@ -498,8 +498,36 @@ fn bottleneck_result(
             from_samples(&mut b, &samples, d, rate_bps, &link.dir(d).changes);
         }
         b.recoveries = recoveries(&samples, d, &link.dir(d).changes, active_s);
+        let applied = samples_file.with_file_name(crate::netem::changes::LOG);
+        if let Ok(text) = std::fs::read_to_string(applied) {
+            lateness(&mut b.recoveries, &text, d);
+        }
     }
     b
+}
+
+/// Each change's `late_ms` from netem's log of when its changes took
+/// effect (`link-changes.jsonl`: `at_s`, `applied_s`, `dir`), matched by
+/// time and direction.
+fn lateness(recoveries: &mut [Recovery], log: &str, d: Dir) {
+    for line in log.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let (Some(at), Some(applied), Some(dir)) = (
+            v["at_s"].as_f64(),
+            v["applied_s"].as_f64(),
+            v["dir"].as_str(),
+        ) else {
+            continue;
+        };
+        if dir != d.as_str() {
+            continue;
+        }
+        if let Some(r) = recoveries.iter_mut().find(|r| (r.at_s - at).abs() < 1e-6) {
+            r.late_ms = Some(((applied - at) * 1e3).max(0.0));
+        }
+    }
 }
 
 /// A change counts as recovered from once the link has carried at least
@@ -561,6 +589,7 @@ fn recoveries(
             at_s: at,
             change: what.clone(),
             recovery_s,
+            late_ms: None,
         });
     }
     out
@@ -724,5 +753,23 @@ mod tests {
         assert!(recoveries(&samples(&u), Dir::Up, &c, 2.0)
             .iter()
             .all(|x| x.recovery_s.is_none()));
+    }
+
+    #[test]
+    fn netems_log_says_how_late_each_change_took_effect() {
+        let c = change("[[changes]]\nat = \"200ms\"\nevery = \"1s\"\noutage = \"100ms\"\n");
+        let mut r = recoveries(&samples(&[1.0; 20]), Dir::Down, &c, 2.0);
+        let log = concat!(
+            "{\"at_s\":0.2,\"applied_s\":0.2034,\"dir\":\"down\",\"what\":\"outage\"}\n",
+            "{\"at_s\":1.2,\"applied_s\":1.2091,\"dir\":\"up\",\"what\":\"outage\"}\n",
+            "not json\n",
+        );
+        lateness(&mut r, log, Dir::Down);
+        let late: Vec<Option<f64>> = r
+            .iter()
+            .map(|x| x.late_ms.map(|l| (l * 10.0).round() / 10.0))
+            .collect();
+        // The up line is the other direction's; the second time has none.
+        assert_eq!(late, vec![Some(3.4), None]);
     }
 }

@@ -133,6 +133,12 @@ pub struct Recovery {
     /// before the next change or the run's end. In a summary: the mean
     /// over the repetitions that recovered.
     pub recovery_s: Option<f64>,
+    /// How long after its time the change took effect, ms: on netem, when
+    /// the kernel had taken it (`link-changes.jsonl`); absent on sim and
+    /// emu, whose link model makes it at its time on the link's own clock.
+    /// In a summary: the mean over the repetitions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_ms: Option<f64>,
 }
 
 /// The bottleneck during one repetition, in the direction carrying data.

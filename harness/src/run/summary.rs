@@ -333,8 +333,13 @@ fn mean_recoveries(bs: &[&BottleneckResult]) -> Vec<super::Recovery> {
                 .iter()
                 .filter_map(|b| b.recoveries.get(i)?.recovery_s)
                 .collect();
+            let late: Vec<f64> = bs
+                .iter()
+                .filter_map(|b| b.recoveries.get(i)?.late_ms)
+                .collect();
             super::Recovery {
                 recovery_s: (!got.is_empty()).then(|| mean_ci(&got).0),
+                late_ms: (!late.is_empty()).then(|| mean_ci(&late).0),
                 ..r.clone()
             }
         })
