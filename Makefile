@@ -246,8 +246,9 @@ netem-vs-emu: bootstrap
 	target/release/cclab study studies/netem-vs-emu.toml --publish $(STUDY_ARGS)
 
 # Aggregation (delivery in bursts) on sim, emu and the kernel's netem slot
-# (through the guest router where this host has no netem), at three RTTs
-# (studies/aggregation.toml, published in docs/links.md). About 10 minutes.
+# (through the guest router where this host has no netem), at two RTTs,
+# three repetitions (studies/aggregation.toml, published in docs/links.md).
+# About 15 minutes.
 aggregation: bootstrap
 	$(CARGO) build --release -q -p harness -p quic-server -p quic-client
 	target/release/cclab study studies/aggregation.toml --publish $(STUDY_ARGS)

@@ -276,6 +276,12 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 qdisc: "netem".into(),
             });
         }
+        if let Some(a) = d.aggregate.filter(|a| a.phase_ns.is_some()) {
+            return Err(NetemError::Unsupported(format!(
+                "link.{dir}.aggregate: `{}`: netem's slots begin where the traffic does, so a phase has no kernel counterpart; leave it out (the link model then draws it from the seed)",
+                a.to_spec()
+            )));
+        }
         if let Some(a) = d.aggregate.filter(|_| !caps.aggregate) {
             let why = if caps.netem_slot {
                 "needs a device after the shaper to hold packets on, which this kernel's own layout lacks (the router delivers straight into the endpoint); the guest router has one (CCLAB_NETEM_ROUTER=guest)"
@@ -680,24 +686,16 @@ pub(crate) fn start_sampler(
             if let Some(left) = wake.checked_sub(t0.elapsed()) {
                 std::thread::sleep(left);
             }
-            if due.is_some_and(|d| d <= t0.elapsed()) {
-                // Every change due now (both directions of a link-wide
-                // change), at once.
-                let mut now = Vec::new();
-                while changes
-                    .due()
-                    .is_some_and(|d| Duration::from_nanos(d) <= t0.elapsed())
-                {
-                    now.extend(changes.fire());
-                }
-                if let Some(w) = log.as_mut() {
-                    apply_changes(&now, &mut batches, t0, w)?;
-                }
+            if fire_due(&mut changes, &mut batches, t0, log.as_mut())? {
                 continue;
             }
             next += interval;
             for (i, l) in links.iter_mut().enumerate() {
                 for (k, dir) in [Dir::Up, Dir::Down].into_iter().enumerate() {
+                    // A pass of queries takes tens of milliseconds in the
+                    // guest router: a change that falls due meanwhile goes
+                    // before the next query, not after the pass.
+                    fire_due(&mut changes, &mut batches, t0, log.as_mut())?;
                     let ((sns, sdev), (ens, edev)) = (&l.shaper[k], &l.netem[k]);
                     // The counters are read somewhere inside the query:
                     // stamp the sample at its midpoint.
@@ -764,6 +762,30 @@ pub(crate) fn start_sampler(
         handle: Some(handle),
         path: first,
     })
+}
+
+/// Makes every change due by now (both directions of a link-wide change
+/// at once) and logs it; true if there was one.
+fn fire_due(
+    changes: &mut changes::Planner,
+    batches: &mut std::collections::HashMap<String, TcBatch>,
+    t0: std::time::Instant,
+    log: Option<&mut impl std::io::Write>,
+) -> std::io::Result<bool> {
+    let mut now = Vec::new();
+    while changes
+        .due()
+        .is_some_and(|d| Duration::from_nanos(d) <= t0.elapsed())
+    {
+        now.extend(changes.fire());
+    }
+    if now.is_empty() {
+        return Ok(false);
+    }
+    if let Some(w) = log {
+        apply_changes(&now, batches, t0, w)?;
+    }
+    Ok(true)
 }
 
 /// Runs scheduled changes' commands through the namespaces' `tc -batch`
@@ -1197,6 +1219,14 @@ mod tests {
             "{e}"
         );
         assert_eq!(refuse(agg, &all.clone().as_router()), "");
+        let e = refuse(
+            "[down]\naggregate = \"period=4ms,phase=1ms\"",
+            &all.clone().as_router(),
+        );
+        assert!(
+            e.contains("phase=1ms") && e.contains("no kernel counterpart"),
+            "{e}"
+        );
         let no_slot = Caps {
             netem_slot: false,
             ..all.clone()

@@ -49,7 +49,7 @@ fn the_policer_passes_its_burst_and_rate_and_drops_the_rest_unqueued() {
 fn aggregation_delivers_at_releases_and_a_burst_caps_each() {
     // Packets cross in 1 ms each and would arrive at 21, 22, ... ms; with
     // a release every 4 ms they arrive 4 at a time at 24, 28, ... ms.
-    let l = link("aggregate = \"period=4ms\"\n");
+    let l = link("aggregate = \"period=4ms,phase=0ms\"\n");
     let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (_, out) = offer(&mut d, MS, 400);
     assert!(out.iter().all(|(t, _)| t % (4 * MS) == 0));
@@ -63,7 +63,7 @@ fn aggregation_delivers_at_releases_and_a_burst_caps_each() {
     assert!(out.windows(2).all(|w| w[0].0 <= w[1].0));
     // At most 2 per 4 ms release: the link delivers half its rate and the
     // wait grows by 2 ms per release.
-    let l = link("aggregate = \"period=4ms,burst=2pkt\"\n");
+    let l = link("aggregate = \"period=4ms,burst=2pkt,phase=0ms\"\n");
     let mut d = Pipeline::new(&l, Dir::Down, 1500);
     let (_, out) = offer(&mut d, MS, 400);
     assert_eq!(out.len(), 400);
@@ -79,7 +79,7 @@ fn aggregation_delivers_at_releases_and_a_burst_caps_each() {
 #[test]
 fn a_change_turns_aggregation_on_and_off() {
     let l = link(
-        "[[changes]]\nat = \"100ms\"\naggregate = \"period=5ms\"\n[[changes]]\nat = \"200ms\"\naggregate = \"none\"\n",
+        "[[changes]]\nat = \"100ms\"\naggregate = \"period=5ms,phase=0ms\"\n[[changes]]\nat = \"200ms\"\naggregate = \"none\"\n",
     );
     assert!(l.describe().contains("2 scheduled changes"));
     let back = LinkSpec::from_toml(&l.to_toml(), std::path::Path::new("."), "link").unwrap();
@@ -97,4 +97,23 @@ fn a_change_turns_aggregation_on_and_off() {
             assert!(t % (5 * MS) == 0 && *t >= plain && *t < plain + 5 * MS);
         }
     }
+}
+
+#[test]
+fn without_a_phase_the_seed_places_the_releases() {
+    // Each seed puts every release at the same offset within the period;
+    // the same seed the same offset again, another seed another.
+    let offsets = |seed: u64| {
+        let mut l = link("aggregate = \"period=4ms\"\n");
+        l.seed = seed;
+        let mut d = Pipeline::new(&l, Dir::Down, 1500);
+        let (_, out) = offer(&mut d, MS, 50);
+        let mut o: Vec<u64> = out.iter().map(|(t, _)| t % (4 * MS)).collect();
+        o.dedup();
+        o
+    };
+    let (a, b) = (offsets(1), offsets(2));
+    assert_eq!(a.len(), 1, "{a:?}");
+    assert_eq!(a, offsets(1));
+    assert_ne!(a, b);
 }

@@ -161,6 +161,9 @@ pub struct Pipeline {
     reorder: Reorder,
     policer: Option<TokenBucket>,
     aggregate: Option<Releases>,
+    /// A random number from the link's seed that places the releases of
+    /// an aggregation without a phase of its own.
+    phase_draw: u64,
     in_flight: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     /// Scheduled changes not yet made.
@@ -194,6 +197,7 @@ impl Pipeline {
             Some(t) => Serializer::trace(t),
             None => Serializer::rate(s.rate_bps),
         };
+        let phase_draw = stream(6).next_u64();
         Pipeline {
             dir,
             loss: Loss::new(s.loss, stream(1)),
@@ -217,7 +221,8 @@ impl Pipeline {
             policer: s
                 .policer
                 .map(|p| TokenBucket::new(p.rate_bps, p.burst_bytes(mtu))),
-            aggregate: s.aggregate.as_ref().map(Releases::new),
+            aggregate: s.aggregate.as_ref().map(|a| Releases::new(a, phase_draw)),
+            phase_draw,
             in_flight: BinaryHeap::new(),
             seq: 0,
             schedule: Schedule::new(&s.changes),
@@ -252,7 +257,7 @@ impl Pipeline {
                 self.queue.set_limits(bytes, packets);
             }
             if let Some(a) = &c.aggregate {
-                self.aggregate = a.as_ref().map(Releases::new);
+                self.aggregate = a.as_ref().map(|a| Releases::new(a, self.phase_draw));
             }
             if let Some(o) = c.outage_ns {
                 self.outage_until = self.outage_until.max(at.saturating_add(o));

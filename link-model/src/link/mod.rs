@@ -26,7 +26,7 @@
 //!                             # codel[:ce_threshold=1ms] | step[:threshold=1ms|20pkt|30kb] | dualpi2[:target=15ms,...] (see aqm.rs)
 //! sched = "fifo"              # fifo | fq | wfq (deficit round robin; see below)
 //! policer = "none"            # or "rate=10mbit,burst=30kb": a token bucket on arrivals ([`burst`])
-//! aggregate = "none"          # or "period=4ms[,burst=32pkt]": delivery in bursts ([`burst`])
+//! aggregate = "none"          # or "period=4ms[,burst=32pkt][,phase=1ms]": delivery in bursts ([`burst`])
 //! seed = 1
 //!
 //! [link.up]
