@@ -90,24 +90,27 @@ fn a_rate_drop_and_recovery_on_the_emulator() {
 }
 
 #[test]
-fn the_kernel_backend_takes_rate_changes_and_refuses_a_pause_by_name() {
+fn the_kernel_backend_takes_rate_changes_and_pauses_and_refuses_aggregation_by_name() {
     let caps = harness::netem::Caps {
         netem: true,
         tbf: true,
         ..Default::default()
     };
-    // Rate, delay, loss, queue and outages run on netem
+    // Rate, delay, loss, queue, pauses and outages run on netem
     // (harness/src/netem/changes.rs; netem_kernel.rs runs them).
     let sc = Scenario::parse(&rate_drop("netem", 4), "test", Path::new(".")).unwrap();
     harness::netem::check_link(&sc.link, &caps, true).unwrap();
     let pause = rate_drop("netem", 4).replace("rate = \"5mbit\"", "pause = \"100ms\"");
     let sc = Scenario::parse(&pause, "test", Path::new(".")).unwrap();
+    harness::netem::check_link(&sc.link, &caps, true).unwrap();
+    let agg = rate_drop("netem", 4).replace("rate = \"5mbit\"", "aggregate = \"period=4ms\"");
+    let sc = Scenario::parse(&agg, "test", Path::new(".")).unwrap();
     let e = harness::netem::check_link(&sc.link, &caps, true)
         .unwrap_err()
         .to_string();
     assert!(
         e.contains("link.up.changes")
-            && e.contains("`pause`")
+            && e.contains("`aggregate`")
             && e.contains("--link sim")
             && e.contains("--link emu"),
         "{e}"

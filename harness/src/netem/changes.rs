@@ -1,8 +1,8 @@
 //! Scheduled link changes (`[[link.changes]]`, [`crate::link::changes::Change`]) on
 //! the kernel's qdiscs: at each change's time the netem sampler's thread
 //! runs the `tc` commands that give the direction its new rate, delay,
-//! loss or queue, and logs when they took effect (`link-changes.jsonl`
-//! beside the samples).
+//! loss or queue, or pause or black-hole it, and logs when they took
+//! effect (`link-changes.jsonl` beside the samples).
 //!
 //! What each change becomes, on one link (the [`super`] layout):
 //!
@@ -19,9 +19,18 @@
 //!   place, its queued packets kept; installed with its segmenter at the
 //!   first change that needs it);
 //! - `outage`: netem loses every packet (`loss random 100%`) for the
-//!   outage's length, then takes the direction's loss model back.
+//!   outage's length, then takes the direction's loss model back;
+//! - `pause`: the shaper's rate drops to [`PAUSE_RATE_BPS`] for the
+//!   pause's length, then comes back to the rate in force (a rate change
+//!   within the pause takes effect at its end). Its queue keeps taking
+//!   packets up to its limit, as on sim and emu. Where the kernel differs:
+//!   a `tbf` refills its bucket when changed, so up to two packets may
+//!   leave as the pause begins (an `htb` class keeps its tokens and lets
+//!   none), and as it ends a full bucket lets the shaper's burst (1 ms of
+//!   the rate on a host, 10 ms in the guest) leave at once, where sim and
+//!   emu resume at the rate.
 //!
-//! `pause` and `aggregate` have no kernel counterpart here and are refused
+//! A change of `aggregate` has no kernel counterpart here and is refused
 //! by [`super::check_link`], as are changes on several links.
 //!
 //! The commands go through the sampler's `tc -batch` processes (one per
@@ -35,6 +44,11 @@ use crate::link::{Dir, DirectionSpec, LinkSpec, LossModel};
 
 /// The log of when each change took effect, beside the samples.
 pub const LOG: &str = "link-changes.jsonl";
+
+/// The shaper's rate during a pause, 1 kbit/s: a 1392-byte frame needs
+/// 11 s of it, so nothing leaves in a pause of any sensible length
+/// (tc's token bucket needs a rate above zero).
+pub const PAUSE_RATE_BPS: f64 = 1000.0;
 
 /// Where one direction's qdiscs are: the shaper's namespace and device,
 /// and netem's (the sending endpoint's).
@@ -76,6 +90,8 @@ struct DirPlan {
     sched: Schedule,
     /// When the outage under way ends.
     outage_end: Option<u64>,
+    /// When the pause under way ends.
+    pause_end: Option<u64>,
     /// Whether netem is installed.
     netem_on: bool,
     seed: Option<u64>,
@@ -84,10 +100,10 @@ struct DirPlan {
 
 impl DirPlan {
     fn due(&self) -> Option<u64> {
-        match (self.sched.due(), self.outage_end) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.sched.due(), self.outage_end, self.pause_end]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The commands due at the earliest time.
@@ -100,6 +116,11 @@ impl DirPlan {
             self.outage_end = None;
             netem = true;
             what.push("outage ends".to_string());
+        } else if self.pause_end.is_some_and(|e| e <= t) {
+            // So does a pause: the shaper takes the rate in force again.
+            self.pause_end = None;
+            (shaper, rate_only) = (true, true);
+            what.push("pause ends".to_string());
         } else {
             let (_, c) = self.sched.pop(t)?;
             let c = c.clone();
@@ -129,6 +150,15 @@ impl DirPlan {
                 shaper = true;
                 what.push(format!("queue={}", q.to_spec()));
             }
+            if let Some(ps) = c.pause_ns {
+                self.pause_end = Some(t.saturating_add(ps));
+                shaper = true;
+                rate_only = c.queue.is_none();
+                what.push(format!(
+                    "pause={}",
+                    crate::link::units::format_duration_ns(ps)
+                ));
+            }
             if let Some(o) = c.outage_ns {
                 self.outage_end = Some(t.saturating_add(o));
                 netem = true;
@@ -142,7 +172,13 @@ impl DirPlan {
         let mut cmds = Vec::new();
         if shaper {
             let limit = self.link.limit_bytes(self.dir, self.now.queue, self.mtu);
-            let mut s = shaper_args_for(&p.shaper_ns, &p.shaper_dev, &self.now, limit, self.mtu);
+            // In a pause the shaper runs at PAUSE_RATE_BPS: its queue
+            // keeps taking packets, and none leaves.
+            let mut shaped = self.now.clone();
+            if self.pause_end.is_some() {
+                shaped.rate_bps = PAUSE_RATE_BPS;
+            }
+            let mut s = shaper_args_for(&p.shaper_ns, &p.shaper_dev, &shaped, limit, self.mtu);
             // With htb the class and the leaf change; the root (which
             // has no parameters to change, and no change operation)
             // stays; a new rate alone changes the class only (changing a
@@ -209,6 +245,7 @@ impl Planner {
                     now: d.clone(),
                     sched: Schedule::new(&d.changes),
                     outage_end: None,
+                    pause_end: None,
                     netem_on: impairments && needs_netem(d),
                     seed: seeded.then_some(link.seed ^ dir as u64),
                     mtu,
@@ -341,6 +378,44 @@ mod tests {
         assert!(times[1].1.contains(" seed "), "{times:?}");
         // It repeats for as long as the run lasts.
         assert_eq!(p.due(), Some(12_000_000_000));
+    }
+
+    #[test]
+    fn a_pause_cuts_the_shapers_rate_and_gives_it_back() {
+        // Paused 100 ms every 2 s from 1 s; the rate goes to 5 Mbit/s at
+        // 3.05 s, in the second pause: that pause still holds, and its end
+        // gives the new rate. netem is not touched.
+        let l = link(
+            "rate = \"20mbit\"\nrtt = \"40ms\"\naqm = \"codel\"\n[[down.changes]]\nat = \"1s\"\nevery = \"2s\"\npause = \"100ms\"\n[[down.changes]]\nat = \"3050ms\"\nrate = \"5mbit\"\n",
+        );
+        let mut p = Planner::new(&l, 1500, true, false, place);
+        let got: Vec<(u64, String, Vec<String>)> = (0..5)
+            .map(|_| p.fire().unwrap())
+            .map(|c| (c.at_ns / 1_000_000, c.what.clone(), lines(&c)))
+            .collect();
+        let at: Vec<(u64, &str)> = got.iter().map(|g| (g.0, g.1.as_str())).collect();
+        assert_eq!(
+            at,
+            [
+                (1000, "pause=100ms"),
+                (1100, "pause ends"),
+                (3000, "pause=100ms"),
+                (3050, "rate=5mbit"),
+                (3100, "pause ends")
+            ]
+        );
+        let class = |i: usize| got[i].2[0].clone();
+        assert!(
+            class(0).contains("htb rate 1000bit ceil 1000bit"),
+            "{got:?}"
+        );
+        assert!(class(1).contains("htb rate 20000000bit"), "{got:?}");
+        assert!(class(3).contains("htb rate 1000bit"), "{got:?}");
+        assert!(class(4).contains("htb rate 5000000bit"), "{got:?}");
+        // The pause changes the class alone; the rate change in it takes
+        // netem's limit along, as every rate change does.
+        assert_eq!(got[0].2.len(), 1, "{got:?}");
+        assert!(got[3].2.iter().any(|c| c.starts_with("e: ")), "{got:?}");
     }
 
     #[test]

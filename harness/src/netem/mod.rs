@@ -232,16 +232,9 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
                 "link.{dir}.trace: mahimahi traces are emulated only by the userspace emulator"
             )));
         }
-        for c in &d.changes {
-            let what = if c.pause_ns.is_some() {
-                "pause"
-            } else if c.aggregate.is_some() {
-                "aggregate"
-            } else {
-                continue;
-            };
+        if d.changes.iter().any(|c| c.aggregate.is_some()) {
             return Err(NetemError::Unsupported(format!(
-                "link.{dir}.changes: a change's `{what}` has no kernel counterpart here; the kernel links change rate, delay, loss and queue and black-hole (outage) on schedule, and the simulator and the userspace emulator (--link sim, --link emu) do everything"
+                "link.{dir}.changes: a change's `aggregate` has no kernel counterpart here; the kernel links change rate, delay, loss and queue, pause and black-hole (outage) on schedule, and the simulator and the userspace emulator (--link sim, --link emu) do everything"
             )));
         }
         // Drop-tail is a tbf with a byte limit and an htb with a pfifo in
