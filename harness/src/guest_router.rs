@@ -920,9 +920,13 @@ impl GuestLink {
             .collect();
         // The link's scheduled changes, applied by the guest's sampler,
         // are logged beside its first file.
-        let changes_to = files[0].with_file_name(CHANGES_LOG);
+        let changes_to = files[0].with_file_name(crate::netem::changes::LOG);
         with_existing(|r| {
-            for n in names.iter().map(String::as_str).chain([CHANGES_LOG]) {
+            for n in names
+                .iter()
+                .map(String::as_str)
+                .chain([crate::netem::changes::LOG])
+            {
                 let _ = std::fs::remove_file(r.job_dir().join(n));
             }
             r.call(&Request::SampleStart {
@@ -933,7 +937,7 @@ impl GuestLink {
             Ok(GuestSampler {
                 from,
                 to: files,
-                changes: (r.job_dir().join(CHANGES_LOG), changes_to),
+                changes: (r.job_dir().join(crate::netem::changes::LOG), changes_to),
             })
         })
         .unwrap_or_else(|| Err(GuestError::Agent("the guest router has stopped".into())))
@@ -975,9 +979,6 @@ impl Drop for GuestLink {
         }
     }
 }
-
-/// The log of a link's scheduled changes ([`crate::netem::changes`]).
-const CHANGES_LOG: &str = crate::netem::changes::LOG;
 
 /// Sampling in the guest.
 pub struct GuestSampler {

@@ -678,32 +678,33 @@ fn scheduled_changes_take_effect_on_netem() {
     let out = dir.path().join("out");
     cclab_run(&[sc.to_str().unwrap(), "--qlog-level", "metrics"], &out);
     let rep = out.join("rep-1");
-    let log = std::fs::read_to_string(rep.join("link-changes.jsonl")).expect("the changes' log");
-    let changes: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    use harness::netem::changes::{Applied, LOG};
+    let log = std::fs::read_to_string(rep.join(LOG)).expect("the changes' log");
+    let changes = Applied::read(&log);
+    assert_eq!(
+        changes.len(),
+        log.lines().count(),
+        "unreadable lines: {log}"
+    );
     // Per direction: the two rate steps, the outage and its end.
-    let at: Vec<(f64, &str)> = changes
-        .iter()
-        .map(|c| (c["at_s"].as_f64().unwrap(), c["dir"].as_str().unwrap()))
-        .collect();
+    let at: Vec<(f64, &str)> = changes.iter().map(|c| (c.at_s, c.dir.as_str())).collect();
     let want: Vec<(f64, &str)> = [3.0, 6.0, 7.5, 8.0]
         .iter()
         .flat_map(|&t| [(t, "up"), (t, "down")])
         .collect();
     assert_eq!(at, want, "{log}");
     for c in &changes {
-        let late = c["applied_s"].as_f64().unwrap() - c["at_s"].as_f64().unwrap();
+        let late = c.applied_s - c.at_s;
         assert!(
             (0.0..0.050).contains(&late),
-            "applied {late:.4} s after its time: {c}"
+            "applied {late:.4} s after its time: {c:?}"
         );
     }
     assert!(
-        changes[4]["commands"]
-            .to_string()
-            .contains("loss random 100%"),
+        changes[4]
+            .commands
+            .iter()
+            .any(|c| c.contains("loss random 100%")),
         "{log}"
     );
     // What the down direction delivered, Mbit/s, between two times.

@@ -42,8 +42,35 @@ use super::tc::{needs_netem, netem_args, segmenter_args, shaper_args_for};
 use crate::link::changes::Schedule;
 use crate::link::{Dir, DirectionSpec, LinkSpec, LossModel};
 
-/// The log of when each change took effect, beside the samples.
+/// The log of when each change took effect, beside the samples: one
+/// [`Applied`] per line.
 pub const LOG: &str = "link-changes.jsonl";
+
+/// One line of [`LOG`]: a change of one direction and when the kernel had
+/// taken it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Applied {
+    /// When it was due, s from the samples' start.
+    pub at_s: f64,
+    /// When the kernel had taken it (the answer to the query that
+    /// followed its commands), s from the same start.
+    pub applied_s: f64,
+    /// `up` or `down`.
+    pub dir: String,
+    /// What changed, as the scenario says it (`rate=5mbit`).
+    pub what: String,
+    /// The tc lines that made it.
+    pub commands: Vec<String>,
+}
+
+impl Applied {
+    /// The lines of a log that read as changes (others are skipped).
+    pub fn read(log: &str) -> Vec<Applied> {
+        log.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
 
 /// The shaper's rate during a pause, 1 kbit/s: a 1392-byte frame needs
 /// 11 s of it, so nothing leaves in a pause of any sensible length

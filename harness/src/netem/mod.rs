@@ -834,14 +834,14 @@ fn apply_changes(
     }
     let applied = t0.elapsed().as_secs_f64();
     for c in changes {
-        let record = serde_json::json!({
-            "at_s": c.at_ns as f64 / 1e9,
-            "applied_s": applied,
-            "dir": c.dir.as_str(),
-            "what": c.what,
-            "commands": line(c),
-        });
-        writeln!(log, "{record}")?;
+        let record = changes::Applied {
+            at_s: c.at_ns as f64 / 1e9,
+            applied_s: applied,
+            dir: c.dir.as_str().into(),
+            what: c.what.clone(),
+            commands: line(c),
+        };
+        writeln!(log, "{}", serde_json::to_string(&record)?)?;
     }
     Ok(())
 }

@@ -74,8 +74,14 @@ pub fn segmenter_args(ns: &str, dev: &str) -> Vec<String> {
 /// netem's `limit` in packets: room for the whole delay line at the
 /// direction's rate with packets as small as 64 bytes, at least 1000.
 pub fn netem_limit(d: &DirectionSpec) -> u64 {
-    let line_s = (d.delay_ns + 4 * d.jitter_ns) as f64 / 1e9;
-    ((d.rate_bps / 8.0 * line_s / 64.0).ceil() as u64).max(1000)
+    packets_held(d.rate_bps, d.delay_ns + 4 * d.jitter_ns)
+}
+
+/// A netem `limit` for what arrives at `rate_bps` in `ns`, counted in
+/// 64-byte packets (the smallest), at least netem's default of 1000.
+fn packets_held(rate_bps: f64, ns: u64) -> u64 {
+    let secs = ns as f64 / 1e9;
+    ((rate_bps / 8.0 * secs / 64.0).ceil() as u64).max(1000)
 }
 
 /// The `tc` arguments for direction `d`'s netem qdisc on `dev` in `ns`,
@@ -140,7 +146,7 @@ pub fn netem_args(ns: &str, dev: &str, d: &DirectionSpec, seed: Option<u64>) -> 
 /// packets at `rate_bps` (at least 1000).
 pub fn aggregation_args(ns: &str, dev: &str, a: &Aggregation, rate_bps: f64) -> Vec<String> {
     let period = format_duration_ns(a.period_ns);
-    let limit = ((rate_bps / 8.0 * a.period_ns as f64 / 1e9 / 64.0).ceil() as u64).max(1000);
+    let limit = packets_held(rate_bps, a.period_ns);
     let mut v: Vec<String> = [
         "-n", ns, "qdisc", "replace", "dev", dev, "root", "netem", "limit",
     ]

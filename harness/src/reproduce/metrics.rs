@@ -455,6 +455,18 @@ fn link_value(
             f64::NAN
         }
     };
+    // The mean of a figure of the links' changes, over those that have it.
+    let over_changes = |g: &dyn Fn(&crate::run::Recovery) -> Option<f64>| {
+        let t: Vec<f64> = links
+            .iter()
+            .flat_map(|(b, _)| b.recoveries.iter().filter_map(g))
+            .collect();
+        if t.is_empty() {
+            f64::NAN
+        } else {
+            t.iter().sum::<f64>() / t.len() as f64
+        }
+    };
     let mean = |g: &dyn Fn(&BottleneckResult) -> f64| {
         links.iter().map(|(b, _)| g(b)).sum::<f64>() / links.len() as f64
     };
@@ -478,30 +490,10 @@ fn link_value(
         "loss_rate" => 100.0 * loss(),
         // Recovery from the link's scheduled changes: the mean time of
         // those recovered, and how many were not.
-        "recovery_s" => {
-            let t: Vec<f64> = links
-                .iter()
-                .flat_map(|(b, _)| b.recoveries.iter().filter_map(|r| r.recovery_s))
-                .collect();
-            if t.is_empty() {
-                f64::NAN
-            } else {
-                t.iter().sum::<f64>() / t.len() as f64
-            }
-        }
+        "recovery_s" => over_changes(&|r| r.recovery_s),
         // How late the changes took effect (netem; NaN where the link
         // model makes them at their time).
-        "change_late_ms" => {
-            let t: Vec<f64> = links
-                .iter()
-                .flat_map(|(b, _)| b.recoveries.iter().filter_map(|r| r.late_ms))
-                .collect();
-            if t.is_empty() {
-                f64::NAN
-            } else {
-                t.iter().sum::<f64>() / t.len() as f64
-            }
-        }
+        "change_late_ms" => over_changes(&|r| r.late_ms),
         "unrecovered" => links
             .iter()
             .map(|(b, _)| {

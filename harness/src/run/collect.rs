@@ -507,25 +507,18 @@ fn bottleneck_result(
 }
 
 /// Each change's `late_ms` from netem's log of when its changes took
-/// effect (`link-changes.jsonl`: `at_s`, `applied_s`, `dir`), matched by
-/// time and direction.
+/// effect ([`crate::netem::changes::Applied`]), matched by time and
+/// direction.
 fn lateness(recoveries: &mut [Recovery], log: &str, d: Dir) {
-    for line in log.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let (Some(at), Some(applied), Some(dir)) = (
-            v["at_s"].as_f64(),
-            v["applied_s"].as_f64(),
-            v["dir"].as_str(),
-        ) else {
-            continue;
-        };
-        if dir != d.as_str() {
+    for a in crate::netem::changes::Applied::read(log) {
+        if a.dir != d.as_str() {
             continue;
         }
-        if let Some(r) = recoveries.iter_mut().find(|r| (r.at_s - at).abs() < 1e-6) {
-            r.late_ms = Some(((applied - at) * 1e3).max(0.0));
+        if let Some(r) = recoveries
+            .iter_mut()
+            .find(|r| (r.at_s - a.at_s).abs() < 1e-6)
+        {
+            r.late_ms = Some(((a.applied_s - a.at_s) * 1e3).max(0.0));
         }
     }
 }
@@ -760,8 +753,8 @@ mod tests {
         let c = change("[[changes]]\nat = \"200ms\"\nevery = \"1s\"\noutage = \"100ms\"\n");
         let mut r = recoveries(&samples(&[1.0; 20]), Dir::Down, &c, 2.0);
         let log = concat!(
-            "{\"at_s\":0.2,\"applied_s\":0.2034,\"dir\":\"down\",\"what\":\"outage\"}\n",
-            "{\"at_s\":1.2,\"applied_s\":1.2091,\"dir\":\"up\",\"what\":\"outage\"}\n",
+            "{\"at_s\":0.2,\"applied_s\":0.2034,\"dir\":\"down\",\"what\":\"outage\",\"commands\":[]}\n",
+            "{\"at_s\":1.2,\"applied_s\":1.2091,\"dir\":\"up\",\"what\":\"outage\",\"commands\":[]}\n",
             "not json\n",
         );
         lateness(&mut r, log, Dir::Down);

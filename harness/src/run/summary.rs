@@ -329,17 +329,14 @@ fn mean_recoveries(bs: &[&BottleneckResult]) -> Vec<super::Recovery> {
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let got: Vec<f64> = bs
-                .iter()
-                .filter_map(|b| b.recoveries.get(i)?.recovery_s)
-                .collect();
-            let late: Vec<f64> = bs
-                .iter()
-                .filter_map(|b| b.recoveries.get(i)?.late_ms)
-                .collect();
+            // The mean over the repetitions that have the figure.
+            let mean = |g: fn(&super::Recovery) -> Option<f64>| {
+                let got: Vec<f64> = bs.iter().filter_map(|b| g(b.recoveries.get(i)?)).collect();
+                (!got.is_empty()).then(|| mean_ci(&got).0)
+            };
             super::Recovery {
-                recovery_s: (!got.is_empty()).then(|| mean_ci(&got).0),
-                late_ms: (!late.is_empty()).then(|| mean_ci(&late).0),
+                recovery_s: mean(|r| r.recovery_s),
+                late_ms: mean(|r| r.late_ms),
                 ..r.clone()
             }
         })

@@ -84,6 +84,23 @@ pub fn cclab_run(args: &[&str], out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
+/// `cclab ARGS` (a command given `--json`), which must succeed; what it
+/// printed, as JSON.
+pub fn cclab_json(args: &[&str]) -> serde_json::Value {
+    let o = cclab().args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "cclab {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "cclab {args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&o.stdout)
+        )
+    })
+}
+
 /// Waits until the `cclab run` in `child` (writing to `out`) has started
 /// its first client and run for half a second, calls `while_running`
 /// with its pid, then sends it SIGINT (Ctrl-C); its output.
