@@ -9,7 +9,7 @@
 //!        │                                        anything starts, naming why
 //!        ▼
 //!   LinkKind::of(scenario, run config)           per repetition (run::rep_link builds it)
-//!     Simulated │ EmuRelay │ EmuIp │ NetemOne │ NetemPaths │ GuestRouter
+//!     Simulated │ EmuRelay │ EmuIp │ Netem │ GuestRouter
 //! ```
 //!
 //! What the backend alone decides (whether it runs real processes, how
@@ -105,7 +105,7 @@ pub fn resolve_scenario(sc: &Scenario) -> Result<Backend, String> {
 /// Linux TCP flow needs real hosts (refused on sim, which a tune or a
 /// reproduction forces, before the simulator sees its name); netem has no
 /// cross traffic, and builds several links only as a chain of namespaces
-/// ([`crate::netem_paths::check`]).
+/// ([`crate::netem::net::check`]).
 pub fn check(sc: &Scenario, backend: Backend) -> Result<(), BackendError> {
     sc.check_tcp_backend(backend)
         .map_err(|e| BackendError::Unsupported(e.to_string()))?;
@@ -118,7 +118,7 @@ pub fn check(sc: &Scenario, backend: Backend) -> Result<(), BackendError> {
         ));
     }
     if sc.has_paths() {
-        crate::netem_paths::check(&sc.topology(), &sc.flow_routes())?;
+        crate::netem::net::check(&sc.topology(), &sc.flow_routes())?;
     }
     Ok(())
 }
@@ -175,11 +175,9 @@ pub enum LinkKind {
     /// The userspace emulator between TUN devices of a client and a
     /// server namespace (any IPv4 traffic, Linux TCP included).
     EmuIp,
-    /// Kernel qdiscs on one link: client, router and server namespaces.
-    NetemOne,
-    /// Kernel qdiscs on several links or per-flow paths: a chain of
-    /// router and link namespaces ([`crate::netem_paths`]).
-    NetemPaths,
+    /// This kernel's qdiscs on the scenario's topology
+    /// ([`crate::netem::KernelNet`]).
+    Netem,
     /// Kernel qdiscs in the user-mode Linux guest as the router, the
     /// endpoints in host namespaces ([`crate::guest_router`]).
     GuestRouter,
@@ -208,15 +206,11 @@ impl LinkKind {
             Backend::Netem if netem_router.unwrap_or_else(crate::guest_router::wanted) => {
                 LinkKind::GuestRouter
             }
-            Backend::Netem if sc.has_paths() => LinkKind::NetemPaths,
-            Backend::Netem => LinkKind::NetemOne,
+            Backend::Netem => LinkKind::Netem,
         };
         // Endpoints on this host need its kernel to have their TCP
         // algorithm; only the guest router runs them in the guest.
-        if matches!(
-            kind,
-            LinkKind::EmuRelay | LinkKind::EmuIp | LinkKind::NetemOne | LinkKind::NetemPaths
-        ) {
+        if matches!(kind, LinkKind::EmuRelay | LinkKind::EmuIp | LinkKind::Netem) {
             let host = crate::scenario::tcp::this_kernel();
             for (i, (_, f)) in sc.rep_flows(seed).iter().enumerate() {
                 if let Some(name) = f.tcp_cc().filter(|n| !host.has(n)) {
@@ -269,13 +263,13 @@ mod tests {
             kind(Backend::Netem, relay, Some(true)),
             LinkKind::GuestRouter
         );
-        assert_eq!(kind(Backend::Netem, relay, Some(false)), LinkKind::NetemOne);
+        assert_eq!(kind(Backend::Netem, relay, Some(false)), LinkKind::Netem);
         let paths = scenario(
             "name = \"x\"\n[[links]]\nname = \"a\"\nrate = \"10mbit\"\nrtt = \"20ms\"\n[[links]]\nname = \"b\"\nrate = \"10mbit\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"newreno\"\npath = [\"a\", \"b\"]\n",
         );
         assert_eq!(
             LinkKind::of(&paths, Backend::Netem, relay, Some(false), 1).unwrap(),
-            LinkKind::NetemPaths
+            LinkKind::Netem
         );
     }
 

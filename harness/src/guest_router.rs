@@ -21,7 +21,7 @@
 //! process runs), whose peer `hK` is moved into a host endpoint namespace
 //! for each link. Inside the guest an agent (`cclab guest-agent`, this
 //! same binary) builds the link exactly as the netem backend builds it on
-//! a host with netem ([`NetemLink`], [`NetemPaths`]: netem on the sending
+//! a host with netem ([`KernelNet`]: netem on the sending
 //! side's veth, the bottleneck's shaper and AQM on the router's egress),
 //! then turns each of that topology's endpoint namespaces into a one-hop
 //! forwarder: the endpoint's address moves off its veth, the vector
@@ -58,8 +58,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::netem::{Caps, NetemError, NetemLink};
-use crate::netem_paths::{NetemPaths, Place};
+use crate::netem::{Caps, KernelNet, NetemError, Place};
 use crate::netns::{self, NetnsError};
 use crate::scenario::Scenario;
 use crate::vm::{self, VmError, VmOptions};
@@ -752,7 +751,7 @@ pub fn setup(sc: &Scenario, seed: u64, dir: &Path, verbose: bool) -> Result<Gues
             }
         }
         if paths {
-            crate::netem_paths::refuse_one_link_elements(&topo).map_err(|e| GuestError::Link {
+            crate::netem::net::refuse_one_link_elements(&topo).map_err(|e| GuestError::Link {
                 kernel: r.hello.kernel.clone(),
                 why: e,
             })?;
@@ -1010,12 +1009,6 @@ impl GuestSampler {
 
 // ---------------------------------------------------------------- guest side
 
-/// The link the agent holds.
-enum Built {
-    One(Box<NetemLink>),
-    Paths(NetemPaths),
-}
-
 /// Runs in the guest: answers requests on `tty` until told to quit.
 pub fn agent(tty: &Path) -> anyhow::Result<()> {
     let f = std::fs::OpenOptions::new()
@@ -1056,7 +1049,7 @@ pub fn agent(tty: &Path) -> anyhow::Result<()> {
         });
     }
     send(&mut out, Reply::Ok(serde_json::to_value(&hello)?))?;
-    let mut built: Option<(Built, Vec<(String, String)>)> = None;
+    let mut built: Option<(KernelNet, Vec<(String, String)>)> = None;
     let mut sampler: Option<crate::netem::Sampler> = None;
     for line in input.lines() {
         let line = line?;
@@ -1111,7 +1104,7 @@ fn raw_mode(f: &std::fs::File) -> std::io::Result<()> {
 
 fn handle(
     req: Request,
-    built: &mut Option<(Built, Vec<(String, String)>)>,
+    built: &mut Option<(KernelNet, Vec<(String, String)>)>,
     sampler: &mut Option<crate::netem::Sampler>,
 ) -> anyhow::Result<serde_json::Value> {
     match req {
@@ -1131,39 +1124,16 @@ fn handle(
             let sc = Scenario::parse(&scenario, "the host's scenario", &base)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             let caps = crate::netem::probe().as_router();
-            let (b, ends, server_ips, mut commands) = if sc.has_paths() {
-                let p = NetemPaths::setup(
-                    &sc.topology().with_seed(seed),
-                    &sc.flow_routes(),
-                    &caps,
-                    1500,
-                )?;
-                let mut ends = Vec::new();
-                let mut ips = Vec::new();
-                for f in &p.flows {
-                    ends.push((f.client_ns.clone(), "cl".to_string()));
-                    ends.push((f.server_ns.clone(), "sv".to_string()));
-                    ips.push(f.server_ip);
-                }
-                let cmds = p.commands.iter().map(|c| c.join(" ")).collect();
-                (Built::Paths(p), ends, ips, cmds)
-            } else {
-                let mut spec = sc.link.clone();
-                spec.seed = seed;
-                let n = NetemLink::setup(&spec, &caps, 1500, true)?;
-                let t = &n.topology;
-                let ends = vec![
-                    (t.client.clone(), netns::CLIENT_DEV.to_string()),
-                    (t.server.clone(), netns::SERVER_DEV.to_string()),
-                ];
-                let ips = vec![netns::SERVER_IP; sc.flow_routes().len()];
-                let cmds = n
-                    .commands
-                    .iter()
-                    .map(|c| format!("tc {}", c.join(" ")))
-                    .collect();
-                (Built::One(Box::new(n)), ends, ips, cmds)
-            };
+            let b = KernelNet::setup(
+                &sc.topology().with_seed(seed),
+                &sc.flow_routes(),
+                &caps,
+                1500,
+                true,
+            )?;
+            let ends = b.endpoint_devices();
+            let server_ips: Vec<_> = b.flows.iter().map(|f| f.server_ip).collect();
+            let mut commands: Vec<String> = b.commands.iter().map(|c| c.join(" ")).collect();
             if host_macs.len() < ends.len() {
                 anyhow::bail!(
                     "{} endpoints, {} host interfaces",
@@ -1186,16 +1156,16 @@ fn handle(
                     }
                 }
             }
-            if let (Ok(()), Built::One(n)) = (&result, &b) {
-                result = aggregate_on_exits(&n.link, &ends, &mut commands);
+            if let (Ok(()), [l]) = (&result, b.topology.links.as_slice()) {
+                result = aggregate_on_exits(&l.spec, &ends, &mut commands);
             }
             let mut guest_place = None;
             if result.is_ok() && guest_endpoints {
-                result = match &b {
-                    Built::One(n) => guest_addresses(&n.topology, &mut commands).map(|p| {
+                result = match b.namespaces() {
+                    Some(t) => guest_addresses(t, &mut commands).map(|p| {
                         guest_place = Some(p);
                     }),
-                    Built::Paths(_) => Err(anyhow::anyhow!(
+                    None => Err(anyhow::anyhow!(
                         "guest endpoints on several links (refused by the host first)"
                     )),
                 };
@@ -1222,10 +1192,7 @@ fn handle(
             let job = Path::new("/run/job");
             let paths: Vec<PathBuf> = files.iter().map(|f| job.join(f)).collect();
             let every = Duration::from_millis(interval_ms.max(1));
-            *sampler = Some(match b {
-                Built::One(n) => n.start_sampler(every, &paths[0])?,
-                Built::Paths(p) => p.start_sampler(every, &paths)?,
-            });
+            *sampler = Some(b.start_sampler(every, &paths)?);
             Ok(serde_json::Value::Null)
         }
         Request::SampleStop => {
@@ -1416,7 +1383,7 @@ fn guest_addresses(
 
 /// Moves the vector interfaces back to the guest's root namespace, then
 /// removes the link.
-fn teardown(b: Built, moved: &[(String, String)]) {
+fn teardown(b: KernelNet, moved: &[(String, String)]) {
     for (ns, vec) in moved {
         // An aggregation's netem, if there is one.
         let _ = netns::run("tc", &["-n", ns, "qdisc", "del", "dev", vec, "root"]);

@@ -16,7 +16,6 @@ pub mod guest_exec;
 pub mod guest_router;
 pub mod harm;
 pub mod netem;
-pub mod netem_paths;
 pub mod netns;
 pub mod probe;
 pub mod report;

@@ -448,8 +448,8 @@ pub fn measure_link(
         }
         ProbeLink::Netem => {
             let caps = crate::netem::probe();
-            let n = crate::netem::NetemLink::setup(link, &caps, 1500, true)?;
-            let t = &n.topology;
+            let n = crate::netem::KernelNet::one(link, &caps, 1500, true)?;
+            let t = n.namespaces().expect("one link is built compact");
             let (sent, arrivals) = across(&t.client, crate::netns::CLIENT_IP, &t.server)?;
             let dev = crate::netns::ROUTER_CLIENT_DEV;
             kernel_qdiscs = crate::netns::run(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use harness::bottleneck;
 use harness::emu::{EmuConfig, Emulator, Forward};
 use harness::link::LinkSpec;
-use harness::netem::{self, NetemError, NetemLink};
+use harness::netem::{self, KernelNet, NetemError};
 use harness::netns::{self, Namespaces};
 use harness::probe::{self, Receiver};
 
@@ -80,20 +80,22 @@ fn emu_between_namespaces() {
 
 /// Sends from the server namespace to the client through the router's
 /// shaper on rc0, and returns the payload rate received and the link.
-fn shaped_run(pairs: &[(&str, &str)], offered: f64) -> (f64, NetemLink, Vec<bottleneck::Sample>) {
+fn shaped_run(pairs: &[(&str, &str)], offered: f64) -> (f64, KernelNet, Vec<bottleneck::Sample>) {
     let caps = netem::probe();
     let l = link(pairs);
-    let nl = std::sync::Arc::new(NetemLink::setup(&l, &caps, 1500, false).unwrap());
+    let nl = std::sync::Arc::new(KernelNet::one(&l, &caps, 1500, false).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bottleneck-samples.jsonl");
-    let sampler = nl.start_sampler(Duration::from_millis(100), &path).unwrap();
+    let sampler = nl
+        .start_sampler(Duration::from_millis(100), std::slice::from_ref(&path))
+        .unwrap();
     let rx = Receiver::bind(
-        Some(&nl.topology.client),
+        Some(&nl.namespaces().unwrap().client),
         SocketAddr::new(netns::CLIENT_IP.into(), 0),
     )
     .unwrap();
     let sent = probe::send(
-        Some(&nl.topology.server),
+        Some(&nl.namespaces().unwrap().server),
         rx.local_addr(),
         offered,
         1350,
@@ -180,7 +182,7 @@ fn netem_end_to_end_or_a_clear_refusal() {
     if !caps.netem {
         // The kernel lacks sch_netem: setup refuses before creating anything.
         let before = netns::list().unwrap().len();
-        match NetemLink::setup(&l, &caps, 1500, true) {
+        match KernelNet::one(&l, &caps, 1500, true) {
             Err(e @ NetemError::MissingQdisc { .. }) => {
                 let msg = e.to_string();
                 assert!(msg.contains("netem") && msg.contains("--link emu"), "{msg}");
@@ -196,14 +198,14 @@ fn netem_end_to_end_or_a_clear_refusal() {
         );
         return;
     }
-    let nl = NetemLink::setup(&l, &caps, 1500, true).unwrap();
+    let nl = KernelNet::one(&l, &caps, 1500, true).unwrap();
     let rx = Receiver::bind(
-        Some(&nl.topology.client),
+        Some(&nl.namespaces().unwrap().client),
         SocketAddr::new(netns::CLIENT_IP.into(), 0),
     )
     .unwrap();
     let sent = probe::send(
-        Some(&nl.topology.server),
+        Some(&nl.namespaces().unwrap().server),
         rx.local_addr(),
         5e6,
         1000,

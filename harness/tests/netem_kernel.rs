@@ -414,8 +414,8 @@ fn gso_trains_are_lost_queued_and_dropped_as_datagrams() {
         ("queue", "20pkt"),
         ("down.loss", "10%"),
     ]);
-    let nl = harness::netem::NetemLink::setup(&l, &harness::netem::probe(), 1500, true).unwrap();
-    let t = &nl.topology;
+    let nl = harness::netem::KernelNet::one(&l, &harness::netem::probe(), 1500, true).unwrap();
+    let t = nl.namespaces().unwrap();
     for (ns, dev) in t.devices() {
         assert_eq!(
             netns::gso_max_segs(ns, dev).unwrap(),

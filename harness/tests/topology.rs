@@ -355,7 +355,7 @@ fn netem_builds_chains_and_refuses_paths_that_fold_back() {
     // The parking lot is a chain of routers; kernel runs of it are in
     // tests/netem_kernel.rs (they need sch_netem).
     let lot = Scenario::parse(&parking_lot("netem", "5s"), "lot.toml", Path::new(".")).unwrap();
-    harness::netem_paths::check(&lot.topology(), &lot.routes()).unwrap();
+    harness::netem::net::check(&lot.topology(), &lot.routes()).unwrap();
     // One flow crosses a then b, the other b then a: a chain of
     // namespaces cannot hold both.
     let fold = Scenario::parse(
@@ -364,6 +364,6 @@ fn netem_builds_chains_and_refuses_paths_that_fold_back() {
         Path::new("."),
     )
     .unwrap();
-    let e = harness::netem_paths::check(&fold.topology(), &fold.routes()).unwrap_err();
+    let e = harness::netem::net::check(&fold.topology(), &fold.routes()).unwrap_err();
     assert!(e.to_string().contains("--link emu"), "{e}");
 }

@@ -139,6 +139,12 @@ pub struct Sample {
     /// CE marks since the start (absent while 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub marks_total: u64,
+    /// The direction's capacity over the interval, bits, on a direction
+    /// whose capacity moves (a trace; rate changes or pauses): what a
+    /// run's utilization weights the sample by. Absent on a direction of
+    /// one constant rate, whose samples weigh by their length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bits: Option<f64>,
 }
 
 fn is_zero(x: &u64) -> bool {

@@ -252,7 +252,7 @@ impl Planner {
     /// The changes of `link` on the qdiscs at `place(dir)`; `impairments`:
     /// whether the link has its netem qdiscs (a link built with its shapers
     /// only has none, and takes no delay, loss or outage change); `seeded`:
-    /// whether netem takes a seed (as [`super::NetemLink::setup`] gave it).
+    /// whether netem takes a seed (as [`super::KernelNet::setup`] gave it).
     pub fn new(
         link: &LinkSpec,
         mtu: u64,

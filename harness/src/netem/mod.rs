@@ -1,6 +1,8 @@
 //! `netem`, the kernel backend: the link on veth between namespaces.
 //!
-//! Per direction, on the path of a [`Namespaces`]:
+//! Per direction, on one link of a [`KernelNet`] (here as its compact
+//! layout of [`crate::netns::Namespaces`] has it; [`net`] has the routed
+//! one):
 //!
 //! - the **impairments** (delay, jitter, loss, duplication, reordering) as
 //!   `netem` on the sending endpoint's veth (`c0` for up, `s0` for down),
@@ -20,7 +22,7 @@
 //!   guest router's layout, [`Caps::aggregate`]): netem's `slot` at that
 //!   device's root ([`aggregation_args`]); refused on a host's own layout.
 //!
-//! The tc lines are `tc.rs`'s; the sampler ([`NetemLink::start_sampler`])
+//! The tc lines are `tc.rs`'s; the sampler ([`KernelNet::start_sampler`])
 //! also makes the link's scheduled changes ([`changes`]).
 //!
 //! **ECN.** `ecn=true` on red, codel, fq_codel and pie becomes the
@@ -56,7 +58,7 @@
 //!
 //! The kernel on this project's own machines has no `sch_netem` (nor
 //! `red`, `codel`, `act_police`): [`probe`] finds out, and
-//! [`NetemLink::setup`] refuses naming what is missing; `cclab run --link
+//! [`KernelNet::setup`] refuses naming what is missing; `cclab run --link
 //! netem` builds the link in the guest router there
 //! ([`crate::guest_router`]), whose agent runs this same code. Rate shaping
 //! (tbf/htb) works on the host and is tested there.
@@ -71,19 +73,21 @@
 //! `bytes=true`, so `red:auto=true` runs there with ns-2's automatic
 //! thresholds and weight but without those two; mahimahi traces need emu.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub mod changes;
+pub mod net;
 mod tc;
+pub use net::{KernelNet, Place};
 pub use tc::*;
 
 use crate::bottleneck::{Sample, SampleWriter};
 use crate::link::units::format_duration_ns;
 use crate::link::{Aqm, Dir, LinkSpec, QueueLimit, Sched, StepThreshold};
-use crate::netns::{self, Namespaces, NetnsError};
+use crate::netns::{self, NetnsError};
 use link_model::elements::pipeline::ScheduledCapacity;
 
 /// Why the netem backend cannot run.
@@ -347,40 +351,6 @@ pub fn check_link(link: &LinkSpec, caps: &Caps, impairments: bool) -> Result<(),
     Ok(())
 }
 
-/// Where each direction's qdiscs go in a topology: (endpoint ns, endpoint
-/// dev) for netem, router dev for the shaper.
-fn placement(t: &Namespaces, dir: Dir) -> (&str, &'static str, &'static str) {
-    match dir {
-        Dir::Up => (&t.client, netns::CLIENT_DEV, netns::ROUTER_SERVER_DEV),
-        Dir::Down => (&t.server, netns::SERVER_DEV, netns::ROUTER_CLIENT_DEV),
-    }
-}
-
-/// The router device a direction enters by (where its policer is): the
-/// other direction's shaper device.
-fn ingress_dev(dir: Dir) -> &'static str {
-    match dir {
-        Dir::Up => netns::ROUTER_CLIENT_DEV,
-        Dir::Down => netns::ROUTER_SERVER_DEV,
-    }
-}
-
-/// The link set up on a topology; removed with it.
-pub struct NetemLink {
-    /// The namespaces (client, router, server).
-    pub topology: Namespaces,
-    /// The link.
-    pub link: LinkSpec,
-    /// Every tc command that was run, for the run's metadata.
-    pub commands: Vec<Vec<String>>,
-    /// The MTU its queues were sized with.
-    mtu: u64,
-    /// Whether netem took a seed.
-    seeded: bool,
-    /// Whether its impairments (netem) were installed.
-    impairments: bool,
-}
-
 /// Counters of one qdisc from `tc -s -j qdisc show`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QdiscStats {
@@ -509,118 +479,6 @@ impl Drop for TcBatch {
     }
 }
 
-impl NetemLink {
-    /// Creates a topology and installs `link` on it. `caps` from [`probe`].
-    /// With `impairments = false` only the shapers are installed (for
-    /// kernels without netem, and the tbf tests).
-    pub fn setup(
-        link: &LinkSpec,
-        caps: &Caps,
-        mtu: u64,
-        impairments: bool,
-    ) -> Result<NetemLink, NetemError> {
-        check_link(link, caps, impairments)?;
-        let topology = Namespaces::create(true)?;
-        let mut commands = Vec::new();
-        for dir in [Dir::Up, Dir::Down] {
-            let d = link.dir(dir);
-            let (ens, edev, rdev) = placement(&topology, dir);
-            let mut cmds = shaper_args(&topology.router, rdev, link, dir, mtu);
-            if let Some(p) = d.policer {
-                let burst = link.limit_bytes(dir, p.burst, mtu);
-                let dev = ingress_dev(dir);
-                cmds.extend(policer_args(&topology.router, dev, p.rate_bps, burst));
-            }
-            if impairments && needs_netem(d) {
-                let seed = caps.netem_seed.then_some(link.seed ^ dir as u64);
-                cmds.push(segmenter_args(ens, edev));
-                cmds.push(netem_args(ens, edev, d, seed));
-            }
-            for c in cmds {
-                let args: Vec<&str> = c.iter().map(String::as_str).collect();
-                netns::run("tc", &args)?;
-                commands.push(c);
-            }
-        }
-        Ok(NetemLink {
-            topology,
-            link: link.clone(),
-            commands,
-            mtu,
-            seeded: caps.netem_seed,
-            impairments,
-        })
-    }
-
-    /// The shaper's counters for one direction.
-    pub fn stats(&self, dir: Dir) -> Result<QdiscStats, NetnsError> {
-        let (_, _, rdev) = placement(&self.topology, dir);
-        let out = netns::run(
-            "tc",
-            &[
-                "-n",
-                &self.topology.router,
-                "-s",
-                "-j",
-                "qdisc",
-                "show",
-                "dev",
-                rdev,
-            ],
-        )?;
-        parse_root_stats(&out).ok_or_else(|| NetnsError::Command {
-            command: format!("tc -s -j qdisc show dev {rdev}"),
-            stderr: "no root qdisc in the output".into(),
-        })
-    }
-
-    /// Samples both directions every `interval` into `path` (JSON lines,
-    /// the same [`Sample`] as emu) until the returned sampler is stopped.
-    /// Reads the counters through one `tc -batch` per namespace. The
-    /// link's scheduled changes are applied on the same thread, timed from
-    /// the same start ([`crate::netem::changes`]), and logged in
-    /// `link-changes.jsonl` beside `path`.
-    pub fn start_sampler(&self, interval: Duration, path: &Path) -> std::io::Result<Sampler> {
-        let t = &self.topology;
-        let (imp, seeded) = (self.impairments, self.seeded);
-        let changes = changes::Planner::new(&self.link, self.mtu, imp, seeded, |dir| {
-            let (ens, edev, rdev) = placement(t, dir);
-            changes::Place {
-                shaper_ns: t.router.clone(),
-                shaper_dev: rdev.to_string(),
-                netem_ns: ens.to_string(),
-                netem_dev: edev.to_string(),
-            }
-        });
-        let at = |dir: Dir| {
-            let (ens, edev, rdev) = placement(t, dir);
-            (
-                (t.router.clone(), rdev.to_string()),
-                (ens.to_string(), edev.to_string()),
-            )
-        };
-        let (up, down) = (at(Dir::Up), at(Dir::Down));
-        let policer = |dir: Dir| {
-            let p = self.link.dir(dir).policer;
-            p.map(|_| (t.router.clone(), ingress_dev(dir).to_string()))
-        };
-        start_sampler(
-            vec![SampledLink {
-                shaper: [up.0, down.0],
-                netem: [up.1, down.1],
-                policer: [policer(Dir::Up), policer(Dir::Down)],
-                capacity: [Dir::Up, Dir::Down].map(|d| {
-                    let d = self.link.dir(d);
-                    ScheduledCapacity::new(d.rate_bps, &d.changes)
-                }),
-                path: path.to_path_buf(),
-            }],
-            interval,
-            changes,
-        )
-    }
-}
-
 /// Where the sampler reads one link: per direction (up, down) the
 /// shaper's namespace and device (bytes, packets, backlog, drops) and
 /// netem's (its drops), the direction's rate, and the samples file.
@@ -735,6 +593,7 @@ pub(crate) fn start_sampler(
                         drops_total,
                         marks: s.marks.saturating_sub(ps.marks),
                         marks_total: s.marks,
+                        capacity_bits: l.capacity[k].varies().then_some(cap),
                     })?;
                     prev[i][k] = (t, s, nd);
                 }
@@ -1007,7 +866,7 @@ mod tests {
     fn pie_needs_the_qdisc_and_linux_burst_allowance() {
         // Refused before any namespace is made.
         let caps = Caps::default();
-        let e = NetemLink::setup(&spec("aqm = \"pie\""), &caps, 1500, false)
+        let e = KernelNet::one(&spec("aqm = \"pie\""), &caps, 1500, false)
             .err()
             .unwrap();
         assert!(
@@ -1015,7 +874,7 @@ mod tests {
             "{e}"
         );
         let b = spec("[down]\naqm = \"pie:max_burst=100ms\"");
-        let e = NetemLink::setup(&b, &caps, 1500, false)
+        let e = KernelNet::one(&b, &caps, 1500, false)
             .err()
             .unwrap()
             .to_string();
@@ -1044,7 +903,7 @@ mod tests {
         );
         // Refused before any namespace is made.
         let caps = Caps::default();
-        let e = NetemLink::setup(&l, &caps, 1500, false).err().unwrap();
+        let e = KernelNet::one(&l, &caps, 1500, false).err().unwrap();
         assert!(e.to_string().contains("sched"), "{e}");
     }
 

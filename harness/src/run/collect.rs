@@ -632,19 +632,31 @@ pub const STEADY_SKIP_S: f64 = 1.0;
 /// ... and exists only for runs longer than this, s.
 pub const STEADY_MIN_S: f64 = 5.0;
 
-/// Utilization from `from` (s) to `active_s`, from the samples: the
-/// time-weighted mean of the samples that lie wholly inside.
+/// Utilization from `from` (s) to `active_s`, from the samples that lie
+/// wholly inside: the capacity-weighted mean (bits sent over bits the link
+/// could carry) where the samples carry their capacity (a trace, rate
+/// changes or pauses), else the time-weighted mean (the same on a link of
+/// one rate). A sample that closes just after a pause has almost no
+/// capacity and may read far above 1; weighted by its capacity it counts
+/// for the few bits it is.
 fn utilization(samples: &[bottleneck::Sample], d: Dir, from: f64, active_s: f64) -> Option<f64> {
-    let mut num = 0.0;
-    let mut den = 0.0;
-    for s in samples.iter().filter(|s| s.dir == d.as_str()) {
-        let t0s = s.t_s - s.interval_s;
-        // Sample boundaries are not aligned with `from`: allow a sample
-        // that starts within a microsecond of it.
-        if t0s >= from - 1e-6 && s.t_s <= active_s + 1e-6 {
-            num += s.utilization * s.interval_s;
-            den += s.interval_s;
-        }
+    // Sample boundaries are not aligned with `from`: allow a sample that
+    // starts within a microsecond of it.
+    let inside: Vec<&bottleneck::Sample> = samples
+        .iter()
+        .filter(|s| s.dir == d.as_str())
+        .filter(|s| s.t_s - s.interval_s >= from - 1e-6 && s.t_s <= active_s + 1e-6)
+        .collect();
+    let weight: Box<dyn Fn(&bottleneck::Sample) -> f64> =
+        if !inside.is_empty() && inside.iter().all(|s| s.capacity_bits.is_some()) {
+            Box::new(|s| s.capacity_bits.unwrap_or(0.0))
+        } else {
+            Box::new(|s| s.interval_s)
+        };
+    let (mut num, mut den) = (0.0, 0.0);
+    for s in inside {
+        num += s.utilization * weight(s);
+        den += weight(s);
     }
     (den > 0.0).then(|| num / den)
 }
@@ -714,6 +726,33 @@ mod tests {
             .unwrap()
             .down
             .changes
+    }
+
+    #[test]
+    fn utilization_weighs_samples_by_their_capacity_where_they_carry_it() {
+        // 100 ms samples: two at 90% of 2 Mbit, one wholly paused, one that
+        // closed 1 µs after the pause's end (2 bits of capacity, one
+        // 1,200-byte packet: 4,800 "percent").
+        let mut s = samples(&[0.9, 0.0, 4800.0, 0.9]);
+        for (x, cap) in s.iter_mut().zip([2e5, 0.0, 2.0, 2e5]) {
+            x.capacity_bits = Some(cap);
+        }
+        let u = utilization(&s, Dir::Down, 0.0, 1.0).unwrap();
+        let want = (0.9 * 2e5 * 2.0 + 4800.0 * 2.0) / (4e5 + 2.0);
+        assert!((u - want).abs() < 1e-12, "{u} vs {want}");
+        assert!(u < 1.0, "{u}");
+        // Without capacities: the time-weighted mean, as before.
+        for x in &mut s {
+            x.capacity_bits = None;
+        }
+        let u = utilization(&s, Dir::Down, 0.0, 1.0).unwrap();
+        assert!((u - (0.9 + 0.0 + 4800.0 + 0.9) / 4.0).abs() < 1e-9, "{u}");
+        // A window with no capacity at all has no utilization.
+        let mut p = samples(&[0.0, 0.0]);
+        for x in &mut p {
+            x.capacity_bits = Some(0.0);
+        }
+        assert_eq!(utilization(&p, Dir::Down, 0.0, 1.0), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{RunConfig, RunError};
-use crate::netem_paths::Place;
+use crate::netem::Place;
 use crate::scenario::{Direction, FlowSpec, Scenario};
 
 /// `quic-server` and `quic-client`, and `tcp-bulk` for TCP flows.

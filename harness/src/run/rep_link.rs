@@ -19,8 +19,7 @@ use crate::emu::tun::{self, TunNet};
 use crate::emu::{EmuConfig, EmuMode, EmuReport, Emulator, Forward};
 use crate::guest_router::{GuestLink, GuestSampler};
 use crate::link::LinkSpec;
-use crate::netem::NetemLink;
-use crate::netem_paths::{NetemPaths, Place};
+use crate::netem::{KernelNet, Place};
 use crate::scenario::Scenario;
 
 /// The link before the servers start: the repetition's link description,
@@ -36,18 +35,10 @@ enum Built {
     EmuRelay,
     /// IP mode's namespaces and devices (the servers run inside).
     EmuIp(TunNet),
-    /// This kernel's qdiscs on one link, or on several
-    /// ([`KernelLink`]).
-    Netem(KernelLink),
+    /// This kernel's qdiscs on the scenario's links.
+    Netem(KernelNet),
     /// netem in the guest router (a host without netem).
     Guest(GuestLink),
-}
-
-/// Kernel qdiscs on this host: one link, or several links and per-flow
-/// paths.
-pub(super) enum KernelLink {
-    One(Box<NetemLink>),
-    Paths(NetemPaths),
 }
 
 /// The link while the flows run.
@@ -66,7 +57,7 @@ pub(super) enum RepLink {
     },
     /// This kernel's qdiscs and their sampler.
     Netem {
-        link: KernelLink,
+        link: KernelNet,
         sampler: crate::netem::Sampler,
     },
     /// netem in the guest router.
@@ -92,7 +83,7 @@ fn record(dir: &Path, file: &str, lines: impl Iterator<Item = String>) -> std::i
 impl PreparedLink {
     /// The scenario's link with the repetition's seed, built as
     /// [`LinkKind::of`] decides, with the commands it took in
-    /// `netns-commands.txt` (`tc-commands.txt` for one kernel link).
+    /// `netns-commands.txt`.
     pub(super) fn prepare(
         sc: &Scenario,
         cfg: &RunConfig,
@@ -121,29 +112,20 @@ impl PreparedLink {
                 record(dir, "netns-commands.txt", g.commands.iter().cloned())?;
                 Built::Guest(g)
             }
-            LinkKind::NetemPaths => {
-                let n = NetemPaths::setup(
+            LinkKind::Netem => {
+                let n = KernelNet::setup(
                     &sc.topology().with_seed(seed),
                     &sc.flow_routes(),
                     &crate::netem::probe(),
                     1500,
+                    true,
                 )?;
                 record(
                     dir,
                     "netns-commands.txt",
                     n.commands.iter().map(|c| c.join(" ")),
                 )?;
-                Built::Netem(KernelLink::Paths(n))
-            }
-            LinkKind::NetemOne => {
-                // The link as the kernel was told it.
-                let n = NetemLink::setup(&spec, &crate::netem::probe(), 1500, true)?;
-                record(
-                    dir,
-                    "tc-commands.txt",
-                    n.commands.iter().map(|c| format!("tc {}", c.join(" "))),
-                )?;
-                Built::Netem(KernelLink::One(Box::new(n)))
+                Built::Netem(n)
             }
         };
         Ok(PreparedLink { spec, built })
@@ -156,18 +138,7 @@ impl PreparedLink {
         match &self.built {
             Built::EmuRelay => None,
             Built::Guest(g) => Some(g.places.clone()),
-            Built::Netem(KernelLink::Paths(p)) => Some(p.flows.clone()),
-            Built::Netem(KernelLink::One(n)) => {
-                let t = &n.topology;
-                Some(vec![
-                    Place {
-                        client_ns: t.client.clone(),
-                        server_ns: t.server.clone(),
-                        server_ip: crate::netns::SERVER_IP,
-                    };
-                    nflows
-                ])
-            }
+            Built::Netem(n) => Some(n.flows.clone()),
             Built::EmuIp(t) => Some(
                 (0..nflows)
                     .map(|i| Place {
@@ -216,19 +187,9 @@ impl PreparedLink {
                     counters: dir.join("guest-counters.txt"),
                 })
             }
-            Built::Netem(KernelLink::One(n)) => {
-                let sampler = n.start_sampler(every, &samples(1)[0])?;
-                RepLink::Netem {
-                    link: KernelLink::One(n),
-                    sampler,
-                }
-            }
-            Built::Netem(KernelLink::Paths(p)) => {
-                let sampler = p.start_sampler(every, &samples(p.topology.links.len()))?;
-                RepLink::Netem {
-                    link: KernelLink::Paths(p),
-                    sampler,
-                }
+            Built::Netem(n) => {
+                let sampler = n.start_sampler(every, &samples(n.topology.links.len()))?;
+                RepLink::Netem { link: n, sampler }
             }
             Built::EmuIp(mut t) => {
                 let ec = emu_config(self.spec, sc, cfg, dir, Vec::new());

@@ -168,6 +168,9 @@ pub struct Pipeline {
     seq: u64,
     /// Scheduled changes not yet made.
     schedule: Schedule,
+    /// Whether its capacity moves (a trace, rate changes or pauses): its
+    /// samples then carry their capacity.
+    capacity_varies: bool,
     /// Arrivals before this time are lost (an outage).
     outage_until: u64,
     /// Byte limits of queue changes, resolved as the link resolves its own.
@@ -226,6 +229,7 @@ impl Pipeline {
             in_flight: BinaryHeap::new(),
             seq: 0,
             schedule: Schedule::new(&s.changes),
+            capacity_varies: s.trace.is_some() || moves_capacity(&s.changes),
             outage_until: 0,
             limits: {
                 let link = link.clone();
@@ -463,6 +467,14 @@ impl Pipeline {
     }
 }
 
+/// Whether any of `changes` moves a direction's capacity (its rate, or a
+/// pause).
+fn moves_capacity(changes: &[Change]) -> bool {
+    changes
+        .iter()
+        .any(|c| c.rate_bps.is_some() || c.pause_ns.is_some())
+}
+
 /// A direction's capacity over time as its scheduled changes shape it (its
 /// rate changes and pauses, as [`Pipeline::capacity_bits`] counts them),
 /// for what samples a link from outside the pipeline: the kernel links'
@@ -471,6 +483,7 @@ impl Pipeline {
 pub struct ScheduledCapacity {
     serializer: Serializer,
     schedule: Schedule,
+    varies: bool,
 }
 
 impl ScheduledCapacity {
@@ -479,7 +492,14 @@ impl ScheduledCapacity {
         ScheduledCapacity {
             serializer: Serializer::rate(rate_bps),
             schedule: Schedule::new(changes),
+            varies: moves_capacity(changes),
         }
+    }
+
+    /// Whether the changes move the capacity (rate changes, pauses): the
+    /// samples then carry theirs ([`Sample::capacity_bits`]).
+    pub fn varies(&self) -> bool {
+        self.varies
     }
 
     /// Bits it can carry from `t0` to `t1` ns. Calls come in time order
@@ -554,6 +574,7 @@ impl Sampler {
                 drops_total: c.drops(),
                 marks: c.marks() - prev.marks(),
                 marks_total: c.marks(),
+                capacity_bits: d.capacity_varies.then_some(cap),
             }
         });
         for (i, d) in dirs.iter().enumerate() {

@@ -1,41 +1,52 @@
-//! Kernel links for scenarios with several links or per-flow paths: every
-//! link of a [`Topology`] is a namespace of its own between two router
-//! namespaces, every flow's client and server a namespace of their own
-//! attached where its path begins and ends, and static routes per flow
-//! steer its packets along its path.
+//! The one builder of kernel links: every [`Topology`] (a single link is
+//! a topology of one), with every flow's route, on veth between
+//! namespaces. Two layouts, one set of qdiscs per link:
+//!
+//! - **compact**, for one link that every flow crosses whole (no per-flow
+//!   `rtt`): the client, router and server namespaces of
+//!   [`Namespaces`], netem on the sending endpoint's veth, the shaper on
+//!   the router's veth towards the receiver, a policer on the router's
+//!   veth the direction enters by (see [`crate::netem`]);
+//! - **routed**, for several links or per-flow paths: every link a
+//!   namespace of its own between two router namespaces, every flow's
+//!   client and server a namespace of their own attached where its path
+//!   begins and ends, and static routes per flow steering its packets
+//!   along its path.
 //!
 //! ```text
 //!  client k ──cl│c{k}── R(a) ──x{i}│xa── x_i ──xb│x{i}── R(b) ── ... ── R(z) ──s{k}│sv── server k
-//!  up:   netem on R(a)'s x{i}, shaper on x_i's xb
-//!  down: netem on R(b)'s x{i}, shaper on x_i's xa
+//!  up:   netem on R(a)'s x{i}, shaper on x_i's xb (policer on xa's ingress)
+//!  down: netem on R(b)'s x{i}, shaper on x_i's xa (policer on xb's ingress)
 //! ```
 //!
-//! Each link keeps the layout of the single-link netem backend
-//! ([`crate::netem::NetemLink`]): impairments (netem, with the segmenter
-//! under it) on the egress of the sending side, the shaper with its queue
-//! and AQM on the link namespace's egress towards the receiving side. The
-//! routers are the links' ends joined where some path goes from one link
-//! into the next; a path that would come back to a router it left (a link
-//! whose two ends are joined) cannot be built this way and is refused with
-//! the link named. A flow's own `rtt` is a pure netem delay on both ends of
-//! its client's veth. Cross traffic does not run on netem.
+//! Either way a link's impairments (netem, with the segmenter under it)
+//! sit on the egress of its sending side and the shaper with its queue and
+//! AQM on the egress towards the receiving side; [`KernelNet::setup`]
+//! installs them, its sampler reads them and makes the scheduled changes,
+//! the same for both. The routed layout's routers are the links' ends
+//! joined where some path goes from one link into the next; a path that
+//! would come back to a router it left (a link whose two ends are joined)
+//! cannot be built this way and is refused with the link named. A flow's
+//! own `rtt` is a pure netem delay on both ends of its client's veth.
+//! Cross traffic does not run on netem.
 //!
-//! Addresses: veth pair `p` is 10.(210 + p / 256).(p % 256).0/24, .1 on
-//! its router end and .2 on the other. Namespace names carry the run's id
-//! (`cclab-<pid>-<n>-r0`, `-x1`, `-c0`, `-s0`), so [`netns::cleanup`]
-//! finds what a killed run left.
+//! Routed addresses: veth pair `p` is 10.(210 + p / 256).(p % 256).0/24,
+//! .1 on its router end and .2 on the other. Namespace names carry the
+//! run's id (`cclab-<pid>-<n>-r0`, `-x1`, `-c0`, `-s0`), so
+//! [`netns::cleanup`] finds what a killed run left.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::link::Dir;
-use crate::netem::{
-    check_link, needs_netem, netem_args, segmenter_args, shaper_args, start_sampler, Caps,
-    NetemError, SampledLink, Sampler,
+use super::{
+    changes, check_link, needs_netem, netem_args, policer_args, segmenter_args, shaper_args,
+    start_sampler, Caps, NetemError, QdiscStats, SampledLink, Sampler,
 };
-use crate::netns::{self, NetnsError};
+use crate::link::{Dir, LinkSpec};
+use crate::netns::{self, Namespaces, NetnsError};
+use link_model::elements::pipeline::ScheduledCapacity;
 use link_model::topology::{Route, Topology};
 
 /// Where one flow's endpoints run.
@@ -50,24 +61,42 @@ pub struct Place {
 }
 
 /// Where one link's qdiscs are, per direction (up, down): (namespace,
-/// device).
+/// device) of netem, of the shaper, and of the device the direction
+/// enters the shaper's namespace by (where its policer is).
 #[derive(Clone, Debug)]
 struct LinkPlace {
     netem: [(String, String); 2],
     shaper: [(String, String); 2],
+    policer: [(String, String); 2],
+}
+
+/// The namespaces a [`KernelNet`] made.
+enum Layout {
+    /// Client, router and server ([`Namespaces`]).
+    Compact(Namespaces),
+    /// Routers, links, clients and servers, by name.
+    Routed(Vec<String>),
 }
 
 /// The namespaces, veths, routes and qdiscs of a topology; removed on
 /// drop.
-pub struct NetemPaths {
-    /// Per flow, where its endpoints run.
+pub struct KernelNet {
+    /// Per flow (route), where its endpoints run.
     pub flows: Vec<Place>,
     /// The links (with this repetition's seeds).
     pub topology: Topology,
     links: Vec<LinkPlace>,
-    namespaces: Vec<String>,
-    /// Every `ip` and `tc` command that built it, for the run's records.
+    layout: Layout,
+    /// Every `ip` and `tc` command that built it (the program first),
+    /// for the run's records; the compact layout's namespaces are
+    /// [`Namespaces::create`]'s and not listed.
     pub commands: Vec<Vec<String>>,
+    /// The MTU its queues were sized with.
+    mtu: u64,
+    /// Whether netem took a seed.
+    seeded: bool,
+    /// Whether its impairments (netem) were installed.
+    impairments: bool,
     removed: bool,
 }
 
@@ -164,44 +193,165 @@ pub fn refuse_one_link_elements(topo: &Topology) -> Result<(), NetemError> {
     Ok(())
 }
 
-impl NetemPaths {
+impl KernelNet {
     /// Builds `topo` (seeded for the repetition) with `routes[k]` for flow
-    /// `k`, after checking every link against `caps`.
+    /// `k`, after checking every link against `caps`: the compact layout
+    /// for one link every flow crosses whole, the routed one otherwise.
+    /// With `impairments = false` only the shapers (and policers) are
+    /// installed (for kernels without netem, and the tbf tests).
     pub fn setup(
         topo: &Topology,
         routes: &[Route],
         caps: &Caps,
         mtu: u64,
-    ) -> Result<NetemPaths, NetemError> {
+        impairments: bool,
+    ) -> Result<KernelNet, NetemError> {
+        let compact =
+            topo.links.len() == 1 && routes.iter().all(|r| r.links == [0] && r.access_ns == 0);
         for l in &topo.links {
-            check_link(&l.spec, caps, true).map_err(|e| match e {
-                NetemError::Unsupported(m) => {
+            check_link(&l.spec, caps, impairments).map_err(|e| match e {
+                NetemError::Unsupported(m) if !compact => {
                     NetemError::Unsupported(format!("link `{}`: {m}", l.name))
                 }
                 e => e,
             })?;
         }
-        refuse_one_link_elements(topo)?;
-        if routes.iter().any(|r| r.access_ns > 0) && !caps.netem {
-            return Err(NetemError::MissingQdisc {
-                qdisc: "netem".into(),
-            });
-        }
-        let router_of = routers(topo, routes)?;
-        if !netns::is_root() {
-            return Err(NetnsError::NotRoot.into());
-        }
-        netns::cleanup(true)?;
-        let id = netns::new_id();
-        let nrouters = router_of.iter().max().map_or(0, |m| m + 1);
-        let mut me = NetemPaths {
+        let layout = if compact {
+            Layout::Compact(Namespaces::create(true)?)
+        } else {
+            refuse_one_link_elements(topo)?;
+            if routes.iter().any(|r| r.access_ns > 0) && !caps.netem {
+                return Err(NetemError::MissingQdisc {
+                    qdisc: "netem".into(),
+                });
+            }
+            routers(topo, routes)?;
+            if !netns::is_root() {
+                return Err(NetnsError::NotRoot.into());
+            }
+            netns::cleanup(true)?;
+            Layout::Routed(Vec::new())
+        };
+        let mut me = KernelNet {
             flows: Vec::new(),
             topology: topo.clone(),
             links: Vec::new(),
-            namespaces: Vec::new(),
+            layout,
             commands: Vec::new(),
+            mtu,
+            seeded: caps.netem_seed,
+            impairments,
             removed: false,
         };
+        match &me.layout {
+            Layout::Compact(t) => {
+                let (c, r, s) = (t.client.clone(), t.router.clone(), t.server.clone());
+                let at = |ns: &str, dev: &str| (ns.to_string(), dev.to_string());
+                me.links.push(LinkPlace {
+                    netem: [at(&c, netns::CLIENT_DEV), at(&s, netns::SERVER_DEV)],
+                    shaper: [
+                        at(&r, netns::ROUTER_SERVER_DEV),
+                        at(&r, netns::ROUTER_CLIENT_DEV),
+                    ],
+                    policer: [
+                        at(&r, netns::ROUTER_CLIENT_DEV),
+                        at(&r, netns::ROUTER_SERVER_DEV),
+                    ],
+                });
+                let place = Place {
+                    client_ns: c,
+                    server_ns: s,
+                    server_ip: netns::SERVER_IP,
+                };
+                me.flows = vec![place; routes.len()];
+            }
+            Layout::Routed(_) => me.build_routed(topo, routes)?,
+        }
+        for (i, l) in topo.links.iter().enumerate() {
+            for dir in [Dir::Up, Dir::Down] {
+                let d = l.spec.dir(dir);
+                let place = me.links[i].clone();
+                let k = dir as usize;
+                let (sns, sdev) = &place.shaper[k];
+                let mut cmds = shaper_args(sns, sdev, &l.spec, dir, mtu);
+                if let Some(p) = d.policer {
+                    let burst = l.spec.limit_bytes(dir, p.burst, mtu);
+                    let (pns, pdev) = &place.policer[k];
+                    cmds.extend(policer_args(pns, pdev, p.rate_bps, burst));
+                }
+                if impairments && needs_netem(d) {
+                    let (ens, edev) = &place.netem[k];
+                    let seed = caps.netem_seed.then_some(l.spec.seed ^ dir as u64);
+                    cmds.push(segmenter_args(ens, edev));
+                    cmds.push(netem_args(ens, edev, d, seed));
+                }
+                for c in cmds {
+                    let args: Vec<&str> = c.iter().map(String::as_str).collect();
+                    me.tc(&args)?;
+                }
+            }
+        }
+        Ok(me)
+    }
+
+    /// One link that every flow crosses: [`KernelNet::setup`] with `link`
+    /// alone and one flow.
+    pub fn one(
+        link: &LinkSpec,
+        caps: &Caps,
+        mtu: u64,
+        impairments: bool,
+    ) -> Result<KernelNet, NetemError> {
+        let route = Route {
+            links: vec![0],
+            access_ns: 0,
+        };
+        KernelNet::setup(
+            &Topology::single(link.clone()),
+            &[route],
+            caps,
+            mtu,
+            impairments,
+        )
+    }
+
+    /// The compact layout's client, router and server namespaces (`None`
+    /// when routed).
+    pub fn namespaces(&self) -> Option<&Namespaces> {
+        match &self.layout {
+            Layout::Compact(t) => Some(t),
+            Layout::Routed(_) => None,
+        }
+    }
+
+    /// The endpoints' namespaces and devices, each a client's then a
+    /// server's: one pair for the compact layout, one per flow routed.
+    pub fn endpoint_devices(&self) -> Vec<(String, String)> {
+        match &self.layout {
+            Layout::Compact(t) => vec![
+                (t.client.clone(), netns::CLIENT_DEV.to_string()),
+                (t.server.clone(), netns::SERVER_DEV.to_string()),
+            ],
+            Layout::Routed(_) => self
+                .flows
+                .iter()
+                .flat_map(|f| {
+                    [
+                        (f.client_ns.clone(), "cl".to_string()),
+                        (f.server_ns.clone(), "sv".to_string()),
+                    ]
+                })
+                .collect(),
+        }
+    }
+
+    /// The routed layout's namespaces, veths and routes, and each link's
+    /// place.
+    fn build_routed(&mut self, topo: &Topology, routes: &[Route]) -> Result<(), NetemError> {
+        let router_of = routers(topo, routes)?;
+        let me = self;
+        let id = netns::new_id();
+        let nrouters = router_of.iter().max().map_or(0, |m| m + 1);
         let router_ns: Vec<String> = (0..nrouters).map(|j| format!("{id}-r{j}")).collect();
         let link_ns: Vec<String> = (0..topo.links.len())
             .map(|i| format!("{id}-x{i}"))
@@ -216,7 +366,9 @@ impl NetemPaths {
         {
             netns::validate_name(ns)?;
             me.ip(&["netns", "add", ns])?;
-            me.namespaces.push(ns.clone());
+            if let Layout::Routed(made) = &mut me.layout {
+                made.push(ns.clone());
+            }
             me.ip(&["-n", ns, "link", "set", "lo", "up"])?;
         }
         let mut pairs = 0usize;
@@ -254,6 +406,7 @@ impl NetemPaths {
             me.links.push(LinkPlace {
                 netem: [(ra.clone(), format!("x{i}")), (rb.clone(), format!("x{i}"))],
                 shaper: [(x.clone(), "xb".into()), (x.clone(), "xa".into())],
+                policer: [(x.clone(), "xa".into()), (x.clone(), "xb".into())],
             });
         }
         for (k, r) in routes.iter().enumerate() {
@@ -373,24 +526,17 @@ impl NetemPaths {
                 "net.ipv4.ip_forward=1",
             ])?;
         }
-        for (i, l) in topo.links.iter().enumerate() {
-            for dir in [Dir::Up, Dir::Down] {
-                let d = l.spec.dir(dir);
-                let (sns, sdev) = me.links[i].shaper[dir as usize].clone();
-                let mut cmds = shaper_args(&sns, &sdev, &l.spec, dir, mtu);
-                if needs_netem(d) {
-                    let (ens, edev) = me.links[i].netem[dir as usize].clone();
-                    let seed = caps.netem_seed.then_some(l.spec.seed ^ dir as u64);
-                    cmds.push(segmenter_args(&ens, &edev));
-                    cmds.push(netem_args(&ens, &edev, d, seed));
-                }
-                for c in cmds {
-                    let args: Vec<&str> = c.iter().map(String::as_str).collect();
-                    me.tc(&args)?;
-                }
-            }
-        }
-        Ok(me)
+        Ok(())
+    }
+
+    /// The shaper's counters of the first link in one direction.
+    pub fn stats(&self, dir: Dir) -> Result<QdiscStats, NetnsError> {
+        let (ns, dev) = &self.links[0].shaper[dir as usize];
+        let out = netns::run("tc", &["-n", ns, "-s", "-j", "qdisc", "show", "dev", dev])?;
+        super::parse_root_stats(&out).ok_or_else(|| NetnsError::Command {
+            command: format!("tc -s -j qdisc show dev {dev}"),
+            stderr: "no root qdisc in the output".into(),
+        })
     }
 
     fn ip(&mut self, args: &[&str]) -> Result<String, NetnsError> {
@@ -481,8 +627,12 @@ impl NetemPaths {
     }
 
     /// Samples every link's two directions every `interval` into
-    /// `paths[i]` (the single-link sampler's [`start_sampler`], one thread
-    /// for all links) until the returned sampler is stopped.
+    /// `paths[i]` (JSON lines, the same [`super::Sample`] as emu; one
+    /// thread and one `tc -batch` per namespace for all links) until the
+    /// returned sampler is stopped. A single link's scheduled changes are
+    /// made on the same thread, timed from the same start
+    /// ([`changes`]), and logged in `link-changes.jsonl` beside
+    /// `paths[0]` (several links take none: refused at setup).
     pub fn start_sampler(&self, interval: Duration, paths: &[PathBuf]) -> std::io::Result<Sampler> {
         let links = self
             .links
@@ -492,15 +642,33 @@ impl NetemPaths {
             .map(|((place, l), path)| SampledLink {
                 shaper: place.shaper.clone(),
                 netem: place.netem.clone(),
-                policer: [None, None],
-                // No changes here (refused on several links).
-                capacity: [&l.spec.up, &l.spec.down].map(|d| {
-                    link_model::elements::pipeline::ScheduledCapacity::new(d.rate_bps, &[])
+                policer: [Dir::Up, Dir::Down].map(|dir| {
+                    let p = l.spec.dir(dir).policer;
+                    p.map(|_| place.policer[dir as usize].clone())
+                }),
+                capacity: [Dir::Up, Dir::Down].map(|dir| {
+                    let d = l.spec.dir(dir);
+                    ScheduledCapacity::new(d.rate_bps, &d.changes)
                 }),
                 path: path.clone(),
             })
             .collect();
-        start_sampler(links, interval, Default::default())
+        let plan = match (self.links.as_slice(), self.topology.links.as_slice()) {
+            ([place], [l]) => {
+                let (imp, seeded) = (self.impairments, self.seeded);
+                changes::Planner::new(&l.spec, self.mtu, imp, seeded, |dir| {
+                    let k = dir as usize;
+                    changes::Place {
+                        shaper_ns: place.shaper[k].0.clone(),
+                        shaper_dev: place.shaper[k].1.clone(),
+                        netem_ns: place.netem[k].0.clone(),
+                        netem_dev: place.netem[k].1.clone(),
+                    }
+                })
+            }
+            _ => changes::Planner::default(),
+        };
+        start_sampler(links, interval, plan)
     }
 
     /// Removes every namespace now (also done on drop).
@@ -509,17 +677,22 @@ impl NetemPaths {
             return Ok(());
         }
         self.removed = true;
-        let mut first_err = None;
-        for ns in &self.namespaces {
-            if let Err(e) = netns::delete(ns) {
-                first_err.get_or_insert(e);
+        match &mut self.layout {
+            Layout::Compact(t) => t.remove(),
+            Layout::Routed(made) => {
+                let mut first_err = None;
+                for ns in made.iter() {
+                    if let Err(e) = netns::delete(ns) {
+                        first_err.get_or_insert(e);
+                    }
+                }
+                first_err.map_or(Ok(()), Err)
             }
         }
-        first_err.map_or(Ok(()), Err)
     }
 }
 
-impl Drop for NetemPaths {
+impl Drop for KernelNet {
     fn drop(&mut self) {
         let _ = self.remove();
     }
@@ -528,7 +701,6 @@ impl Drop for NetemPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use link_model::link::LinkSpec;
     use link_model::topology::NamedLink;
 
     fn topo(n: usize) -> Topology {
