@@ -7,9 +7,10 @@
 //! its exit and nothing of the wrapper's own. The kernel counts in place:
 //! unlike strace, nothing stops the process at each call.
 //!
-//! Needs the tracepoints (tracefs at `/sys/kernel/tracing`, or under
-//! debugfs) and permission to open them (root, or `perf_event_paranoid`
-//! at most 1 for one's own processes).
+//! Needs the tracepoints (tracefs at `/sys/kernel/tracing`, mounted
+//! there when root finds it unmounted, or under debugfs) and permission
+//! to open them (root, or `perf_event_paranoid` at most 1 for one's own
+//! processes).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,12 +49,38 @@ pub struct Counts {
     pub by_name: BTreeMap<String, u64>,
 }
 
-/// Where the tracepoints' ids are.
+/// Where the tracepoints' ids are. Where the kernel has tracefs but
+/// nothing mounted it (a fresh machine's /sys/kernel/tracing is an empty
+/// directory), mounts it there once, as root, as `mount -t tracefs nodev
+/// /sys/kernel/tracing` would.
 fn tracefs() -> Option<PathBuf> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("events/raw_syscalls/sys_enter/id").exists())
+    let find = || {
+        ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.join("events/raw_syscalls/sys_enter/id").exists())
+    };
+    if let Some(p) = find() {
+        return Some(p);
+    }
+    static MOUNTED: std::sync::Once = std::sync::Once::new();
+    MOUNTED.call_once(|| {
+        let dir = Path::new("/sys/kernel/tracing");
+        if crate::netns::is_root() && dir.is_dir() {
+            // SAFETY: mount(2) with NUL-terminated strings that outlive
+            // the call and no data.
+            unsafe {
+                libc::mount(
+                    c"nodev".as_ptr(),
+                    c"/sys/kernel/tracing".as_ptr(),
+                    c"tracefs".as_ptr(),
+                    0,
+                    std::ptr::null(),
+                );
+            }
+        }
+    });
+    find()
 }
 
 /// A tracepoint's id (`events/GROUP/NAME/id`).
