@@ -1314,14 +1314,7 @@ fn graft(
         "nud",
         "permanent",
     ])?;
-    run(&[
-        "netns",
-        "exec",
-        ns,
-        "sysctl",
-        "-qw",
-        "net.ipv4.ip_forward=1",
-    ])?;
+    run(&netns::forwarding_args(ns))?;
     let gateway_mac = netns::mac_address(ns, &vec)?;
     Ok(Endpoint {
         dev: dev.to_string(),

@@ -162,6 +162,30 @@ fn owner(name: &str) -> Option<i32> {
     name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
 }
 
+/// [`delete`]s every one of `names`, going on past a failure; the first
+/// error.
+pub fn delete_all<'a>(names: impl IntoIterator<Item = &'a String>) -> Result<(), NetnsError> {
+    let mut first_err = None;
+    for ns in names {
+        if let Err(e) = delete(ns) {
+            first_err.get_or_insert(e);
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+/// The `ip` arguments that turn on IPv4 forwarding in `ns`.
+pub fn forwarding_args(ns: &str) -> [&str; 6] {
+    [
+        "netns",
+        "exec",
+        ns,
+        "sysctl",
+        "-qw",
+        "net.ipv4.ip_forward=1",
+    ]
+}
+
 /// Kills every process in `ns`, then deletes it (which removes its veths
 /// and their qdiscs).
 pub fn delete(ns: &str) -> Result<(), NetnsError> {
@@ -415,17 +439,7 @@ impl Namespaces {
                 });
             }
         }
-        run(
-            "ip",
-            &[
-                "netns",
-                "exec",
-                &self.router,
-                "sysctl",
-                "-qw",
-                "net.ipv4.ip_forward=1",
-            ],
-        )?;
+        run("ip", &forwarding_args(&self.router))?;
         Ok(())
     }
 
@@ -453,13 +467,7 @@ impl Namespaces {
             return Ok(());
         }
         self.removed = true;
-        let mut first_err = None;
-        for ns in [&self.client, &self.router, &self.server] {
-            if let Err(e) = delete(ns) {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+        delete_all([&self.client, &self.router, &self.server])
     }
 }
 

@@ -288,13 +288,7 @@ impl TunNet {
         }
         self.removed = true;
         self.fds = None;
-        let mut first_err = None;
-        for ns in [&self.client_ns, &self.server_ns] {
-            if let Err(e) = netns::delete(ns) {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+        netns::delete_all([&self.client_ns, &self.server_ns])
     }
 }
 

@@ -216,8 +216,8 @@ impl KernelNet {
                 e => e,
             })?;
         }
-        let layout = if compact {
-            Layout::Compact(Namespaces::create(true)?)
+        let (layout, router_of) = if compact {
+            (Layout::Compact(Namespaces::create(true)?), Vec::new())
         } else {
             refuse_one_link_elements(topo)?;
             if routes.iter().any(|r| r.access_ns > 0) && !caps.netem {
@@ -225,12 +225,12 @@ impl KernelNet {
                     qdisc: "netem".into(),
                 });
             }
-            routers(topo, routes)?;
+            let router_of = routers(topo, routes)?;
             if !netns::is_root() {
                 return Err(NetnsError::NotRoot.into());
             }
             netns::cleanup(true)?;
-            Layout::Routed(Vec::new())
+            (Layout::Routed(Vec::new()), router_of)
         };
         let mut me = KernelNet {
             flows: Vec::new(),
@@ -265,7 +265,7 @@ impl KernelNet {
                 };
                 me.flows = vec![place; routes.len()];
             }
-            Layout::Routed(_) => me.build_routed(topo, routes)?,
+            Layout::Routed(_) => me.build_routed(topo, routes, &router_of)?,
         }
         for (i, l) in topo.links.iter().enumerate() {
             for dir in [Dir::Up, Dir::Down] {
@@ -347,8 +347,12 @@ impl KernelNet {
 
     /// The routed layout's namespaces, veths and routes, and each link's
     /// place.
-    fn build_routed(&mut self, topo: &Topology, routes: &[Route]) -> Result<(), NetemError> {
-        let router_of = routers(topo, routes)?;
+    fn build_routed(
+        &mut self,
+        topo: &Topology,
+        routes: &[Route],
+        router_of: &[usize],
+    ) -> Result<(), NetemError> {
         let me = self;
         let id = netns::new_id();
         let nrouters = router_of.iter().max().map_or(0, |m| m + 1);
@@ -517,14 +521,7 @@ impl KernelNet {
             });
         }
         for ns in router_ns.iter().chain(&link_ns) {
-            me.ip(&[
-                "netns",
-                "exec",
-                ns,
-                "sysctl",
-                "-qw",
-                "net.ipv4.ip_forward=1",
-            ])?;
+            me.ip(&netns::forwarding_args(ns))?;
         }
         Ok(())
     }
@@ -679,15 +676,7 @@ impl KernelNet {
         self.removed = true;
         match &mut self.layout {
             Layout::Compact(t) => t.remove(),
-            Layout::Routed(made) => {
-                let mut first_err = None;
-                for ns in made.iter() {
-                    if let Err(e) = netns::delete(ns) {
-                        first_err.get_or_insert(e);
-                    }
-                }
-                first_err.map_or(Ok(()), Err)
-            }
+            Layout::Routed(made) => netns::delete_all(made.iter()),
         }
     }
 }

@@ -495,7 +495,7 @@ fn bottleneck_result(
             b.utilization_steady = utilization(&samples, d, first_start + STEADY_SKIP_S, active_s);
         }
         if counters.is_none() {
-            from_samples(&mut b, &samples, d, rate_bps, &link.dir(d).changes);
+            from_samples(&mut b, &samples, d, rate_bps);
         }
         b.recoveries = recoveries(&samples, d, &link.dir(d).changes, active_s);
         let applied = samples_file.with_file_name(crate::netem::changes::LOG);
@@ -647,16 +647,15 @@ fn utilization(samples: &[bottleneck::Sample], d: Dir, from: f64, active_s: f64)
         .filter(|s| s.dir == d.as_str())
         .filter(|s| s.t_s - s.interval_s >= from - 1e-6 && s.t_s <= active_s + 1e-6)
         .collect();
-    let weight: Box<dyn Fn(&bottleneck::Sample) -> f64> =
-        if !inside.is_empty() && inside.iter().all(|s| s.capacity_bits.is_some()) {
-            Box::new(|s| s.capacity_bits.unwrap_or(0.0))
-        } else {
-            Box::new(|s| s.interval_s)
-        };
+    let by_capacity = !inside.is_empty() && inside.iter().all(|s| s.capacity_bits.is_some());
     let (mut num, mut den) = (0.0, 0.0);
     for s in inside {
-        num += s.utilization * weight(s);
-        den += weight(s);
+        let w = match s.capacity_bits {
+            Some(c) if by_capacity => c,
+            _ => s.interval_s,
+        };
+        num += s.utilization * w;
+        den += w;
     }
     (den > 0.0).then(|| num / den)
 }
@@ -667,15 +666,10 @@ fn utilization(samples: &[bottleneck::Sample], d: Dir, from: f64, active_s: f64)
 /// and mean queueing delay as the backlog each sample saw, drained at the
 /// link's rate, weighted by the packets sent in its interval (the delay
 /// those packets met, as emu's per-packet sojourn mean).
-/// The rate a sample's backlog drains at is the rate in force at its time
-/// (`changes`: the direction's scheduled changes).
-fn from_samples(
-    b: &mut BottleneckResult,
-    samples: &[bottleneck::Sample],
-    d: Dir,
-    rate_bps: f64,
-    changes: &[crate::link::changes::Change],
-) {
+/// The rate a sample's backlog drains at is the rate in force over its
+/// interval: its capacity over its length where the capacity moves
+/// ([`bottleneck::Sample::capacity_bits`]), else `rate_bps`.
+fn from_samples(b: &mut BottleneckResult, samples: &[bottleneck::Sample], d: Dir, rate_bps: f64) {
     let mine = || samples.iter().filter(|s| s.dir == d.as_str());
     b.drops = mine().map(|s| s.drops_total).max().unwrap_or(0);
     b.marks = mine().map(|s| s.marks_total).max().unwrap_or(0);
@@ -683,17 +677,11 @@ fn from_samples(
     let packets: u64 = mine().map(|s| s.sent_packets).sum();
     b.loss_rate = (packets + b.drops > 0).then(|| b.drops as f64 / (packets + b.drops) as f64);
     if packets > 0 && rate_bps > 0.0 {
-        // The rate in force over each sample's interval (samples in time
-        // order), as the samples' utilization has it.
-        let mut cap = link_model::elements::pipeline::ScheduledCapacity::new(rate_bps, changes);
-        let ns = |s: f64| (s.max(0.0) * 1e9) as u64;
         let weighted: f64 = mine()
             .map(|s| {
-                let (t0, t1) = (ns(s.t_s - s.interval_s), ns(s.t_s));
-                let rate = if t1 > t0 {
-                    cap.bits(t0, t1) * 1e9 / (t1 - t0) as f64
-                } else {
-                    rate_bps
+                let rate = match s.capacity_bits {
+                    Some(c) if s.interval_s > 0.0 => c / s.interval_s,
+                    _ => rate_bps,
                 };
                 s.queue_bytes as f64 * 8.0 / rate.max(1.0) * s.sent_packets as f64
             })
@@ -726,6 +714,29 @@ mod tests {
             .unwrap()
             .down
             .changes
+    }
+
+    #[test]
+    fn a_backlog_drains_at_the_rate_its_sample_carries() {
+        // 62,500 queued bytes: 100 ms at the 5 Mbit/s a sample's capacity
+        // says (500,000 bits in 100 ms), 25 ms at the link's 20 Mbit/s.
+        let mut s = samples(&[1.0]);
+        s[0].queue_bytes = 62_500;
+        s[0].sent_packets = 10;
+        let mut b = BottleneckResult::default();
+        from_samples(&mut b, &s, Dir::Down, 20e6);
+        assert!(
+            (b.queue_delay_ms_mean - 25.0).abs() < 1e-9,
+            "{}",
+            b.queue_delay_ms_mean
+        );
+        s[0].capacity_bits = Some(5e5);
+        from_samples(&mut b, &s, Dir::Down, 20e6);
+        assert!(
+            (b.queue_delay_ms_mean - 100.0).abs() < 1e-9,
+            "{}",
+            b.queue_delay_ms_mean
+        );
     }
 
     #[test]
