@@ -326,6 +326,34 @@ pub struct Overrides {
     pub repetitions: Option<u32>,
     /// `--duration`.
     pub duration: Option<String>,
+    /// `--experiment`: only these experiments (with their goals, tables
+    /// and figures).
+    pub experiments: Vec<String>,
+}
+
+/// A comma-separated list from the command line (`--cc`, `--axis`), read
+/// so that a spec keeps its parameters: a piece with `=` before any `:`
+/// (`beta=4.99`) continues the value before it, as in
+/// `vegas:linux_slow_start=1,beta=4.99,newreno` (two values) or
+/// `red:gentle=false,wq=0.002` (one).
+pub fn split_values(list: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in list.split(',').map(str::trim) {
+        let continues = match (piece.find('='), piece.find(':')) {
+            (Some(eq), Some(colon)) => eq < colon,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        match out.last_mut() {
+            Some(last) if continues && last.contains(':') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ if piece.is_empty() => {}
+            _ => out.push(piece.to_string()),
+        }
+    }
+    out
 }
 
 /// A value given on the command line (`--set FIELD=VALUE`, an `--axis`
@@ -702,7 +730,36 @@ impl Study {
     }
 
     /// Applies the command line's changes; names what does not fit.
+    /// The command line's fields (`--set`, `--repetitions`, `--duration`)
+    /// hold for every run: an experiment's own `set` of the same field
+    /// gives way to them.
     pub fn apply(&mut self, o: &Overrides) -> Result<(), StudyError> {
+        if !o.experiments.is_empty() {
+            let known: Vec<String> = self.experiments.iter().map(|e| e.id.clone()).collect();
+            if let Some(id) = o.experiments.iter().find(|id| !known.contains(id)) {
+                return Err(self.err(format!(
+                    "--experiment: `{id}` is not an experiment of the study; experiments: {}",
+                    known.join(", ")
+                )));
+            }
+            let keep = |ids: &str| {
+                ids.split(',')
+                    .any(|id| o.experiments.iter().any(|k| k == id.trim()))
+            };
+            self.experiments.retain(|e| keep(&e.id));
+            self.goals
+                .retain(|g| g.experiment.as_deref().is_none_or(keep));
+            self.tables
+                .retain(|t| t.experiment.as_deref().is_none_or(keep));
+            self.figures
+                .retain(|f| f.experiment == "*" || keep(&f.experiment));
+        }
+        let mut given: Vec<String> = o.set.iter().map(|(k, _)| k.clone()).collect();
+        given.extend(o.repetitions.map(|_| "repetitions".to_string()));
+        given.extend(o.duration.as_ref().map(|_| "duration".to_string()));
+        for e in &mut self.experiments {
+            e.set.retain(|k, _| !given.iter().any(|g| g == k));
+        }
         for (k, v) in &o.set {
             self.set.insert(k.clone(), v.clone());
         }
@@ -842,7 +899,8 @@ impl Study {
             self.goals.retain(|g| kept(&g.experiment));
             self.tables.retain(|t| kept(&t.experiment));
         }
-        if !o.cc.is_empty() || !o.axes.is_empty() || !o.link.is_empty() {
+        if !o.cc.is_empty() || !o.axes.is_empty() || !o.link.is_empty() || !o.experiments.is_empty()
+        {
             // A goal or figure about an arm the command line took away
             // goes with it.
             let exps = self.experiments();

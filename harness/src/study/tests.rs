@@ -206,6 +206,79 @@ fn axis_overrides_take_labels_and_numbers() {
 }
 
 #[test]
+fn experiment_keeps_only_the_named_experiments_and_what_reads_them() {
+    let two = format!(
+        "{BASE}\n[[experiment]]\nid = \"red\"\nset = {{ \"link.aqm\" = \"red\" }}\n[[experiment.axis]]\nname = \"cc\"\nfield = \"flows.0.cc\"\nvalues = [\"newreno\", \"tcp:reno\"]\n\n[[table]]\nid = \"r\"\nexperiment = \"red\"\nrows = [\"cc\"]\nby = \"backend\"\nmetrics = [\"utilization\"]\n"
+    );
+    let mut s = load(&two).unwrap();
+    assert_eq!(s.experiments().len(), 2);
+    s.apply(&Overrides {
+        experiments: vec!["main".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    let ids: Vec<String> = s.experiments().iter().map(|e| e.id.clone()).collect();
+    assert_eq!(ids, ["main"]);
+    let tables: Vec<&str> = s.tables.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(tables, ["t"]);
+    assert_eq!(s.goals.len(), 1);
+    let e = load(&two)
+        .unwrap()
+        .apply(&Overrides {
+            experiments: vec!["blue".into()],
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`blue`") && e.contains("main, red"), "{e}");
+}
+
+#[test]
+fn command_line_lists_keep_each_specs_parameters() {
+    assert_eq!(
+        split_values("vegas:linux_slow_start=1,beta=4.99,newreno, tcp:vegas"),
+        ["vegas:linux_slow_start=1,beta=4.99", "newreno", "tcp:vegas"]
+    );
+    assert_eq!(
+        split_values("red:gentle=false,wq=0.002"),
+        ["red:gentle=false,wq=0.002"]
+    );
+    assert_eq!(split_values("1bdp,4bdp"), ["1bdp", "4bdp"]);
+    assert_eq!(
+        split_values("mine:k=2,cubic:beta=0.7"),
+        ["mine:k=2", "cubic:beta=0.7"]
+    );
+    // A piece with `=` and nothing before it to continue stays a value of
+    // its own (and is refused where it is read as a spec).
+    assert_eq!(split_values("k=2,newreno"), ["k=2", "newreno"]);
+    assert_eq!(split_values("newreno,,cubic"), ["newreno", "cubic"]);
+}
+
+#[test]
+fn the_command_lines_fields_beat_an_experiments_own_set() {
+    let own = BASE.replace(
+        "[[experiment]]\nid = \"main\"\n",
+        "[[experiment]]\nid = \"main\"\nset = { repetitions = 3, \"link.rate\" = \"20mbit\", \"link.aqm\" = \"red\" }\n",
+    );
+    assert_ne!(own, BASE);
+    let s = load(&own).unwrap();
+    let e = &s.experiments()[0];
+    assert_eq!(e.set["repetitions"].as_integer(), Some(3));
+    let mut s = load(&own).unwrap();
+    s.apply(&Overrides {
+        repetitions: Some(1),
+        set: vec![("link.rate".into(), toml::Value::String("5mbit".into()))],
+        ..Default::default()
+    })
+    .unwrap();
+    let e = &s.experiments()[0];
+    assert_eq!(e.set["repetitions"].as_integer(), Some(1));
+    assert_eq!(e.set["link.rate"].as_str(), Some("5mbit"));
+    // What the command line does not name stays the experiment's.
+    assert_eq!(e.set["link.aqm"].as_str(), Some("red"));
+}
+
+#[test]
 fn link_replaces_the_backend_axis_or_sets_the_backend() {
     let mut s = load(BASE).unwrap();
     s.apply(&Overrides {

@@ -27,10 +27,15 @@ pub struct StudyArgs {
     /// sets the backend of every run.
     #[arg(long, value_delimiter = ',')]
     link: Vec<String>,
-    /// Algorithms (comma-separated specs) in place of the study's
-    /// candidates; its references stay.
+    /// Algorithms (comma-separated specs; a spec keeps its own
+    /// parameters: `vegas:alpha=1,beta=3,newreno` is two) in place of the
+    /// study's candidates; its references stay.
+    #[arg(long)]
+    cc: Option<String>,
+    /// Only these experiments (comma-separated ids), with the goals,
+    /// tables and figures that read them.
     #[arg(long, value_delimiter = ',')]
-    cc: Vec<String>,
+    experiment: Vec<String>,
     /// NAME=V1,V2,...: an axis's values (repeatable).
     #[arg(long)]
     axis: Vec<String>,
@@ -143,14 +148,18 @@ fn command_line() -> String {
 pub fn study(a: &StudyArgs) -> anyhow::Result<i32> {
     let mut s = Study::load(&a.file).unwrap_or_else(|e| bad_input(e));
     let o = Overrides {
-        cc: a.cc.clone(),
+        cc: a
+            .cc
+            .as_deref()
+            .map(harness::study::split_values)
+            .unwrap_or_default(),
         link: a.link.clone(),
         axes: a
             .axis
             .iter()
             .map(|x| {
                 let (k, v) = key_value("axis", x);
-                (k, v.split(',').map(|p| p.trim().to_string()).collect())
+                (k, harness::study::split_values(&v))
             })
             .collect(),
         set: a
@@ -163,6 +172,7 @@ pub fn study(a: &StudyArgs) -> anyhow::Result<i32> {
             .collect(),
         repetitions: a.repetitions,
         duration: a.duration.clone(),
+        experiments: a.experiment.clone(),
     };
     s.apply(&o).unwrap_or_else(|e| bad_input(e));
     if let Some(n) = &a.name {
