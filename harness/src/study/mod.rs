@@ -818,6 +818,19 @@ impl Study {
                     self.axis_names().join(", ")
                 )));
             }
+            // The references `--cc` would keep are those the new values
+            // still hold.
+            if self.candidates.as_ref().is_some_and(|c| c.axis == *name) {
+                let labels: Vec<String> = self
+                    .experiments()
+                    .iter()
+                    .flat_map(|e| e.axes.iter().filter(|a| a.name == *name))
+                    .flat_map(|a| (0..a.values.len()).map(|i| Experiment::label(a, i)))
+                    .collect();
+                if let Some(c) = &mut self.candidates {
+                    c.keep.retain(|k| labels.contains(k));
+                }
+            }
         }
         if !o.link.is_empty() {
             for b in &o.link {

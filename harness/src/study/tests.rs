@@ -194,15 +194,24 @@ fn axis_overrides_take_labels_and_numbers() {
     })
     .unwrap();
     let e = &s.experiments()[0];
-    let load = e.axes.iter().find(|a| a.name == "load").unwrap();
+    let load_axis = e.axes.iter().find(|a| a.name == "load").unwrap();
     assert_eq!(
-        load.values,
+        load_axis.values,
         [toml::Value::Integer(0), toml::Value::Integer(2)]
     );
     // 2 is one of the axis's values: it keeps its label.
-    assert_eq!(load.labels, ["quiet", "loaded"]);
+    assert_eq!(load_axis.labels, ["quiet", "loaded"]);
     let b = e.axes.iter().find(|a| a.name == "backend").unwrap();
     assert_eq!(b.values, [toml::Value::String("sim".into())]);
+    // An axis the candidates name, given values without a reference: the
+    // study still loads, and keeps only the references left.
+    let mut s = load(BASE).unwrap();
+    s.apply(&Overrides {
+        axes: vec![("cc".into(), vec!["vegas".into(), "tcp:vegas".into()])],
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(s.candidates.as_ref().unwrap().keep, ["tcp:vegas"]);
 }
 
 #[test]
