@@ -308,10 +308,14 @@ high-rates: bootstrap
 # 1 BDP, 30 s, 3 repetitions) on the emulator's IP mode (host kernel; root)
 # and on netem (through the guest router when this host has none): each
 # one's share, Jain's index, per backend: studies/coexistence.toml,
-# published in docs/coexistence.md (about 40 minutes).
+# published in docs/coexistence.md; then BBRv2, whose share swings most
+# from run to run, 8 times more on both (the block coexistence-bbr2).
+# About 50 minutes.
 coexistence: bootstrap
 	$(CARGO) build --release -q -p harness -p quic-server -p quic-client -p tcp-bulk
 	target/release/cclab study studies/coexistence.toml --publish $(STUDY_ARGS)
+	target/release/cclab study studies/coexistence.toml --publish --name coexistence-bbr2 \
+	    --axis cc=bbr2 --repetitions 8 $(STUDY_ARGS)
 
 lint: bootstrap
 	$(CARGO) fmt --all -- --check
