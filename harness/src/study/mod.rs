@@ -729,6 +729,22 @@ impl Study {
         Ok(())
     }
 
+    /// Keeps the experiments whose id `keep` accepts, and the goals and
+    /// tables that read only those (one scoped to `a,b` goes when either
+    /// goes). Figures are left to [`Study::apply`]'s check of each line,
+    /// which names what it leaves out.
+    fn retain_experiments(&mut self, keep: impl Fn(&str) -> bool) {
+        self.experiments.retain(|e| keep(&e.id));
+        let ids: Vec<String> = self.experiments.iter().map(|e| e.id.clone()).collect();
+        let kept = |scope: &Option<String>| {
+            scope
+                .as_deref()
+                .is_none_or(|s| s.split(',').all(|id| ids.iter().any(|k| k == id.trim())))
+        };
+        self.goals.retain(|g| kept(&g.experiment));
+        self.tables.retain(|t| kept(&t.experiment));
+    }
+
     /// Applies the command line's changes; names what does not fit.
     /// The command line's fields (`--set`, `--repetitions`, `--duration`)
     /// hold for every run: an experiment's own `set` of the same field
@@ -742,17 +758,7 @@ impl Study {
                     known.join(", ")
                 )));
             }
-            let keep = |ids: &str| {
-                ids.split(',')
-                    .any(|id| o.experiments.iter().any(|k| k == id.trim()))
-            };
-            self.experiments.retain(|e| keep(&e.id));
-            self.goals
-                .retain(|g| g.experiment.as_deref().is_none_or(keep));
-            self.tables
-                .retain(|t| t.experiment.as_deref().is_none_or(keep));
-            self.figures
-                .retain(|f| f.experiment == "*" || keep(&f.experiment));
+            self.retain_experiments(|id| o.experiments.iter().any(|k| k == id));
         }
         let mut given: Vec<String> = o.set.iter().map(|(k, _)| k.clone()).collect();
         given.extend(o.repetitions.map(|_| "repetitions".to_string()));
@@ -902,15 +908,10 @@ impl Study {
                 }
                 a.x.clear();
             });
-            self.experiments.retain(|e| !c.drop.contains(&e.id));
+            self.retain_experiments(|id| !c.drop.iter().any(|d| d == id));
             if self.experiments.is_empty() {
                 return Err(self.err("--cc: candidates.drop leaves no experiment".into()));
             }
-            // Goals and tables of the dropped experiments go with them.
-            let ids: Vec<String> = self.experiments.iter().map(|e| e.id.clone()).collect();
-            let kept = |x: &Option<String>| x.as_ref().is_none_or(|id| ids.contains(id));
-            self.goals.retain(|g| kept(&g.experiment));
-            self.tables.retain(|t| kept(&t.experiment));
         }
         if !o.cc.is_empty() || !o.axes.is_empty() || !o.link.is_empty() || !o.experiments.is_empty()
         {

@@ -217,10 +217,11 @@ fn axis_overrides_take_labels_and_numbers() {
 #[test]
 fn experiment_keeps_only_the_named_experiments_and_what_reads_them() {
     let two = format!(
-        "{BASE}\n[[experiment]]\nid = \"red\"\nset = {{ \"link.aqm\" = \"red\" }}\n[[experiment.axis]]\nname = \"cc\"\nfield = \"flows.0.cc\"\nvalues = [\"newreno\", \"tcp:reno\"]\n\n[[table]]\nid = \"r\"\nexperiment = \"red\"\nrows = [\"cc\"]\nby = \"backend\"\nmetrics = [\"utilization\"]\n"
+        "{BASE}\n[[experiment]]\nid = \"red\"\nset = {{ \"link.aqm\" = \"red\" }}\n[[experiment.axis]]\nname = \"cc\"\nfield = \"flows.0.cc\"\nvalues = [\"newreno\", \"tcp:reno\"]\n\n[[table]]\nid = \"r\"\nexperiment = \"red\"\nrows = [\"cc\"]\nby = \"backend\"\nmetrics = [\"utilization\"]\n\n[[goal]]\nid = \"both\"\nexperiment = \"main,red\"\nstatement = \"over both\"\nmetric = \"utilization\"\na = \"cc=newreno\"\nb = \"cc=tcp:reno\"\nwithin = 5\n"
     );
     let mut s = load(&two).unwrap();
     assert_eq!(s.experiments().len(), 2);
+    assert_eq!(s.goals.len(), 2);
     s.apply(&Overrides {
         experiments: vec!["main".into()],
         ..Default::default()
@@ -230,7 +231,9 @@ fn experiment_keeps_only_the_named_experiments_and_what_reads_them() {
     assert_eq!(ids, ["main"]);
     let tables: Vec<&str> = s.tables.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(tables, ["t"]);
-    assert_eq!(s.goals.len(), 1);
+    // The goal over both experiments goes with either.
+    let goals: Vec<&str> = s.goals.iter().map(|g| g.id.as_str()).collect();
+    assert_eq!(goals, ["u"]);
     let e = load(&two)
         .unwrap()
         .apply(&Overrides {

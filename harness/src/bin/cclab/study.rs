@@ -43,11 +43,13 @@ pub struct StudyArgs {
     /// TOML, else text).
     #[arg(long)]
     set: Vec<String>,
-    /// Repetitions of every run.
-    #[arg(long)]
+    /// Repetitions of every run (given twice, the last holds: a make
+    /// target's STUDY_ARGS after its own).
+    #[arg(long, overrides_with = "repetitions")]
     repetitions: Option<u32>,
-    /// Duration of every repetition (e.g. 10s).
-    #[arg(long)]
+    /// Duration of every repetition (e.g. 10s; given twice, the last
+    /// holds).
+    #[arg(long, overrides_with = "duration")]
     duration: Option<String>,
     /// Runs at once (default: one per core when every run is on sim, 1
     /// otherwise; a real run always runs alone).
